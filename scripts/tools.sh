@@ -32,9 +32,11 @@ if [ ! -f "$TOOLS/duckdb/.installed-$DUCKDB_VERSION" ]; then
   touch "$TOOLS/duckdb/.installed-$DUCKDB_VERSION"
 fi
 
-if [ ! -x "$TOOLS/bin/versitygw" ] || ! "$TOOLS/bin/versitygw" --version 2>/dev/null | grep -q "${VERSITYGW_VERSION#v}"; then
+# versitygw built by `go install` reports no version: a marker file records it.
+if [ ! -x "$TOOLS/bin/versitygw" ] || [ ! -f "$TOOLS/bin/.versitygw-$VERSITYGW_VERSION" ]; then
   echo "tools: building versitygw $VERSITYGW_VERSION (cold: ~2.5 min)" >&2
   GOBIN="$TOOLS/bin" GOFLAGS=-mod=mod go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
+  touch "$TOOLS/bin/.versitygw-$VERSITYGW_VERSION"
 fi
 
 if [ ! -f "$TOOLS/tls/cert.pem" ]; then
