@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/dynamodb"
+	"github.com/reportjob/reportjob/internal/embedded"
+	"github.com/reportjob/reportjob/internal/filesink"
+	"github.com/reportjob/reportjob/internal/ingest"
+	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/s3sink"
+)
+
+// store is the configured data table and state store.
+type store struct {
+	report.Source
+	ingest.Writer
+	checkpoint.Store
+	init  func(context.Context) error
+	close func() error
+	where string // for messages: the file, or the table names
+}
+
+func openStore(ctx context.Context, c *cli) (*store, error) {
+	cfg := c.cfg
+	switch cfg.Store.Backend {
+	case "embedded":
+		s, err := embedded.Open(cfg.Store.Embedded.Path, embedded.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		return &store{Source: s, Writer: s, Store: s, init: s.Init, close: s.Close, where: s.Path()}, nil
+	case "dynamodb":
+		d := cfg.Store.DynamoDB
+		client, err := dynamodb.NewClient(ctx, dynamodb.ClientConfig{Region: d.Region, Endpoint: d.Endpoint})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		s, err := dynamodb.New(client, dynamodb.Options{
+			Table: d.Table, StateTable: d.StateTable,
+			PartitionAttr: cfg.Keys.PartitionAttr, SortAttr: cfg.Keys.SortAttr,
+			Logger: c.log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		return &store{Source: s, Writer: s, Store: s, init: s.Init, close: func() error { return nil },
+			where: "dynamodb tables " + d.Table + ", " + d.StateTable}, nil
+	}
+	return nil, fmt.Errorf("store.backend %q: unknown", cfg.Store.Backend) // loadConfig refuses it first
+}
+
+// sink is the configured report destination.
+type sink struct {
+	report.Sink
+	init func(context.Context) error
+	url  func(key string) string // where a key lands, for people
+}
+
+func openSink(ctx context.Context, c *cli) (*sink, error) {
+	cfg := c.cfg
+	switch {
+	case strings.HasPrefix(cfg.Sink.URL, "file://"):
+		s, err := filesink.New(cfg.Sink.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("open sink: %w", err)
+		}
+		abs, _ := filepath.Abs(s.Dir())
+		return &sink{Sink: s, init: func(context.Context) error { return nil },
+			url: func(key string) string { return filepath.Join(abs, filepath.FromSlash(key)) }}, nil
+	case strings.HasPrefix(cfg.Sink.URL, "s3://"):
+		s3c := cfg.Sink.S3
+		client, err := s3sink.NewClient(ctx, s3sink.ClientConfig{Region: s3c.Region, Endpoint: s3c.Endpoint, PathStyle: s3c.PathStyle})
+		if err != nil {
+			return nil, fmt.Errorf("open sink: %w", err)
+		}
+		s, err := s3sink.New(client, s3sink.Options{
+			Bucket: cfg.Sink.Bucket, Prefix: cfg.Sink.Prefix, SSE: s3c.SSE, KMSKeyID: s3c.KMSKeyID,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open sink: %w", err)
+		}
+		return &sink{Sink: s, url: s.URL, init: func(ctx context.Context) error {
+			return s3sink.EnsureBucket(ctx, client, cfg.Sink.Bucket, s3c.Region)
+		}}, nil
+	}
+	return nil, fmt.Errorf("sink.url %q: unknown scheme", cfg.Sink.URL) // loadConfig refuses it first
+}

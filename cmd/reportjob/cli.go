@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/embedded"
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+// version is the tool version written into every manifest; set with
+// -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+// Exit codes (README "Exit codes"). exitCode maps errors to them; nothing
+// else decides an exit code.
+const (
+	exitOK        = 0 // done, or nothing due
+	exitFailed    = 1 // failed
+	exitUsage     = 2 // bad usage or config
+	exitLeaseHeld = 3 // lease held elsewhere
+)
+
+// usageError is a bad command line.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+
+func exitCode(err error) int {
+	var ue *usageError
+	var ce *ConfigError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, report.ErrBadRange):
+		return exitUsage
+	case errors.Is(err, checkpoint.ErrLeaseHeld), errors.Is(err, embedded.ErrLocked):
+		return exitLeaseHeld
+	default:
+		return exitFailed
+	}
+}
+
+// cli is what every command gets.
+type cli struct {
+	cfg    *Config
+	env    []string
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger // base with the job and run id
+	base   *slog.Logger
+	runID  string
+}
+
+type command struct {
+	name, args, help string
+	run              func(ctx context.Context, c *cli, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"run", "[--backfill --from T --to T] [--dry-run] [--now T]", "process due periods once and exit", cmdRun},
+		{"schedule", "", "run on schedule.cron until SIGTERM/SIGINT", cmdSchedule},
+		{"ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late]", "write transactions", cmdIngest},
+		{"status", "[--json] [--now T]", "checkpoint, how far behind, lease holder, next due period", cmdStatus},
+		{"init", "", "create the tables (or the embedded file) and the bucket (or folder)", cmdInit},
+		{"demo", "[--dir DIR] [--transactions N] [--seed S]", "generate a day of transactions, run, print a summary", cmdDemo},
+		{"version", "", "print the version", cmdVersion},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintf(w, "usage: reportjob [--config FILE] COMMAND [flags]\n\ncommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-9s %s\n            %s\n", c.name, c.help, c.args)
+	}
+	fmt.Fprintf(w, "\nT is RFC 3339 (2024-05-01T13:00:00Z) or YYYY-MM-DD (UTC).\n"+
+		"The config file defaults to ./config.yaml (env REPORTJOB_CONFIG); any key can be overridden\n"+
+		"with REPORTJOB_<KEY_PATH>, e.g. REPORTJOB_SINK_URL. Run 'reportjob COMMAND -h' for a command's flags.\n"+
+		"Exit codes: 0 done, 1 failed, 2 bad usage or config, 3 lease held elsewhere.\n")
+}
+
+// run is the whole program: main only wires the process to it.
+func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("reportjob", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { usage(stderr) }
+	configPath := fs.String("config", "", "config file (default ./config.yaml, env REPORTJOB_CONFIG)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	name := fs.Arg(0)
+	if name == "help" {
+		usage(stdout)
+		return exitOK
+	}
+	var cmd *command
+	for _, c := range commands() {
+		if c.name == name {
+			cmd = &c
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "reportjob: unknown command %q\n\n", name)
+		usage(stderr)
+		return exitUsage
+	}
+
+	path, explicit := *configPath, *configPath != ""
+	if !explicit {
+		if v := getenv(env, "REPORTJOB_CONFIG"); v != "" {
+			path, explicit = v, true
+		}
+	}
+	cfg, err := loadConfig(path, explicit, env)
+	if err != nil {
+		fmt.Fprintf(stderr, "reportjob: %v\n", err)
+		return exitCode(err)
+	}
+	c := &cli{cfg: cfg, env: env, stdout: stdout, stderr: stderr, runID: newRunID()}
+	c.base = newLogger(cfg, stderr)
+	c.log = c.base.With(report.LogJob, cfg.JobName, report.LogRunID, c.runID)
+	err = cmd.run(ctx, c, fs.Args()[1:])
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		c.log.Error(name+" failed", "err", err)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitCode(err)
+}
+
+func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Log.Level)) // validated by loadConfig
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func newRunID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func getenv(env []string, name string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// newFlags returns a command's flag set; its parse errors are usage errors.
+func newFlags(c *cli, name, args string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(c.stderr, "usage: reportjob [--config FILE] %s %s\n", name, args)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// timeFlag is a flag holding a UTC instant: RFC 3339 or YYYY-MM-DD.
+type timeFlag struct{ t time.Time }
+
+func (f *timeFlag) String() string {
+	if f == nil || f.t.IsZero() {
+		return ""
+	}
+	return f.t.Format(time.RFC3339)
+}
+
+func (f *timeFlag) Set(s string) error {
+	t, err := parseTime(s)
+	if err != nil {
+		return err
+	}
+	f.t = t
+	return nil
+}
+
+func parseTime(s string) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC(), nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t.UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not RFC 3339 (2024-05-01T13:00:00Z) or YYYY-MM-DD", s)
+}
+
+// printJSON writes v as one line on stdout: every command ends with one.
+func (c *cli) printJSON(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
+	}
+	fmt.Fprintf(c.stdout, "%s\n", b)
+}
+
+func cmdVersion(ctx context.Context, c *cli, args []string) error {
+	if err := parseFlags(newFlags(c, "version", ""), args); err != nil {
+		return err
+	}
+	c.printJSON(map[string]string{"command": "version", "version": version})
+	return nil
+}
+
+// isTerminal reports whether w is a terminal (for the progress bar).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/ingest"
+	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+// demoMarker marks a folder the demo made, so that it only ever deletes
+// its own output.
+const demoMarker = ".reportjob-demo"
+
+func cmdDemo(ctx context.Context, c *cli, args []string) error {
+	fset := newFlags(c, "demo", "[--dir DIR] [--transactions N] [--agencies K] [--seed S]")
+	dir := fset.String("dir", "demo", "folder for the demo's store and reports (recreated on each demo)")
+	n := fset.Int("transactions", 20000, "transactions to generate over the day")
+	agencies := fset.Int("agencies", ingest.DefaultAgencies, "number of agencies")
+	seed := fset.Int64("seed", 42, "seed: the same seed gives the same day")
+	top := fset.Int("top", 15, "agencies to show in the table")
+	if err := parseFlags(fset, args); err != nil {
+		return err
+	}
+	if *n < 1 {
+		return usagef("demo --transactions %d: must be > 0", *n)
+	}
+	if err := resetDemoDir(*dir); err != nil {
+		return err
+	}
+
+	// The demo runs on the embedded default in its own folder, on
+	// yesterday (UTC): a whole day of periods, all due.
+	cfg := *c.cfg
+	cfg.Store.Backend = "embedded"
+	cfg.Store.Embedded.Path = filepath.Join(*dir, "reportjob.db")
+	cfg.Sink.Dir = filepath.Join(*dir, "reports")
+	cfg.Sink.URL = "file://" + cfg.Sink.Dir
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	cfg.Report.Start = day
+	cfg.Report.MaxPeriodsPerRun = max(cfg.Report.MaxPeriodsPerRun, int(24*time.Hour/cfg.Report.Period))
+	dc := *c
+	dc.cfg = &cfg
+
+	started := time.Now()
+	st, err := openStore(ctx, &dc)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	sk, err := openSink(ctx, &dc)
+	if err != nil {
+		return err
+	}
+	stats, err := ingest.Generate(ctx, st, ingest.GenerateOptions{
+		N: *n, Agencies: *agencies, Seed: *seed, From: day, To: day.Add(24 * time.Hour), Shards: cfg.Keys.Shards,
+	})
+	if err != nil {
+		return fmt.Errorf("generate: %w", err)
+	}
+	ingested := time.Since(started)
+
+	var rows []report.SummaryRow
+	job := dc.newJob(st, sk, func(r report.SummaryRow) { rows = append(rows, r) })
+	res, err := job.Run(ctx, report.RunOptions{Now: day.Add(24*time.Hour + cfg.Report.Lateness)})
+	if err != nil {
+		return err
+	}
+	printDemo(&dc, rows, *top)
+	var files int
+	for _, m := range res.Periods {
+		files += len(m.Files) + 1
+	}
+	abs, _ := filepath.Abs(cfg.Sink.Dir)
+	fmt.Fprintf(c.stdout, "\n%d transactions on %s, %d periods of %s, %d files in %s\n",
+		stats.Written, day.Format(time.DateOnly), len(res.Periods), cfg.Report.Period, files, abs)
+	if len(res.Periods) > 0 {
+		fmt.Fprintf(c.stdout, "first period: %s\n", sk.url("period="+res.Periods[0].PeriodStart.Format("20060102T1504Z")+"/manifest.json"))
+	}
+	fmt.Fprintf(c.stdout, "try: duckdb -c \"SELECT currency, sum(commission_amount) FROM read_parquet('%s/period=*/agency=*/summary.parquet') GROUP BY 1\"\n", abs)
+	c.printJSON(map[string]any{
+		"command": "demo", "status": "ok", "dir": *dir, "day": day.Format(time.DateOnly),
+		"transactions": stats.Written, "periods": len(res.Periods), "files": files,
+		"ingest_ms": ingested.Milliseconds(), "duration_ms": time.Since(started).Milliseconds(),
+	})
+	return nil
+}
+
+// resetDemoDir empties dir if the demo made it, and refuses any other
+// non-empty folder.
+func resetDemoDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("demo folder: %w", err)
+	case len(entries) > 0:
+		if _, err := os.Stat(filepath.Join(dir, demoMarker)); err != nil {
+			return usagef("demo --dir %s: folder exists and was not made by the demo; pick another --dir", dir)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("demo folder: %w", err)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("demo folder: %w", err)
+	}
+	return os.WriteFile(filepath.Join(dir, demoMarker), []byte("made by reportjob demo; deleted by the next demo\n"), 0o644)
+}
+
+// printDemo prints the day per agency and currency, busiest agencies
+// first, then the totals per currency.
+func printDemo(c *cli, rows []report.SummaryRow, top int) {
+	type key struct{ agency, cur string }
+	per := map[key]*report.SummaryRow{}
+	curs := map[string]*report.SummaryRow{}
+	volume := map[string]int64{}
+	for _, r := range rows {
+		for _, acc := range []*report.SummaryRow{
+			lookup(per, key{r.AgencyID, r.Currency.Code}, r), lookup(curs, r.Currency.Code, r),
+		} {
+			acc.PurchaseCount += r.PurchaseCount
+			acc.RefundCount += r.RefundCount
+			acc.Gross += r.Gross
+			acc.Refunds += r.Refunds
+			acc.Net += r.Net
+			acc.Commission += r.Commission
+		}
+		volume[r.AgencyID] += r.PurchaseCount + r.RefundCount
+	}
+	agencies := make([]string, 0, len(volume))
+	for a := range volume {
+		agencies = append(agencies, a)
+	}
+	slices.SortFunc(agencies, func(a, b string) int { return cmp.Or(cmp.Compare(volume[b], volume[a]), cmp.Compare(a, b)) })
+
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	line := func(name, cur string, r *report.SummaryRow, c money.Currency) {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", name, cur, r.PurchaseCount, r.RefundCount,
+			c.Format(r.Gross), c.Format(r.Net), c.Format(r.Commission))
+	}
+	fmt.Fprintf(w, "AGENCY\tCURRENCY\tPURCHASES\tREFUNDS\tGROSS\tNET\tCOMMISSION\t\n")
+	for i, a := range agencies {
+		if i == top {
+			fmt.Fprintf(w, "... %d more agencies\t\t\t\t\t\t\t\n", len(agencies)-top)
+			break
+		}
+		for _, cur := range sortedCurrencies(curs) {
+			if r := per[key{a, cur}]; r != nil {
+				line(a, cur, r, r.Currency)
+			}
+		}
+	}
+	fmt.Fprintf(w, "\t\t\t\t\t\t\t\n")
+	for _, cur := range sortedCurrencies(curs) {
+		r := curs[cur]
+		line(fmt.Sprintf("ALL %d AGENCIES", len(agencies)), cur, r, r.Currency)
+	}
+	w.Flush()
+}
+
+func lookup[K comparable](m map[K]*report.SummaryRow, k K, r report.SummaryRow) *report.SummaryRow {
+	acc := m[k]
+	if acc == nil {
+		acc = &report.SummaryRow{AgencyID: r.AgencyID, Currency: r.Currency}
+		m[k] = acc
+	}
+	return acc
+}
+
+func sortedCurrencies(m map[string]*report.SummaryRow) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

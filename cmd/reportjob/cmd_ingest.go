@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/ingest"
+)
+
+// maxLineErrors is how many bad lines ingest prints; the summary counts all.
+const maxLineErrors = 100
+
+func cmdIngest(ctx context.Context, c *cli, args []string) error {
+	fs := newFlags(c, "ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late]")
+	file := fs.String("file", "", "JSON Lines file of transactions, - for stdin")
+	generate := fs.Int("generate", 0, "write N synthetic transactions instead")
+	agencies := fs.Int("agencies", ingest.DefaultAgencies, "with --generate: number of agencies")
+	seed := fs.Int64("seed", 1, "with --generate: seed (same seed, same transactions)")
+	var from, to, now timeFlag
+	fs.Var(&from, "from", "with --generate: first recorded_at (default now - report.lateness)")
+	fs.Var(&to, "to", "with --generate: end of recorded_at, exclusive (default now)")
+	fs.Var(&now, "now", "fix the clock (tests)")
+	allowLate := fs.Bool("allow-late", false, "write records older than report.lateness (they may fall in periods already reported: backfill those)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if (*file == "") == (*generate == 0) {
+		return usagef("ingest needs exactly one of --file or --generate")
+	}
+	if *generate < 0 {
+		return usagef("ingest --generate %d: must be > 0", *generate)
+	}
+	clock := time.Now
+	if !now.t.IsZero() {
+		clock = func() time.Time { return now.t }
+	}
+	st, err := openStore(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+
+	started := time.Now()
+	sum := struct {
+		Command    string `json:"command"`
+		Job        string `json:"job"`
+		RunID      string `json:"run_id"`
+		Status     string `json:"status"`
+		Read       int    `json:"read"`
+		Written    int    `json:"written"`
+		Invalid    int    `json:"invalid"`
+		Duplicates int    `json:"duplicates"`
+		DurationMS int64  `json:"duration_ms"`
+		Error      string `json:"error,omitempty"`
+	}{Command: "ingest", Job: c.cfg.JobName, RunID: c.runID, Status: "ok"}
+	defer func() {
+		sum.DurationMS = time.Since(started).Milliseconds()
+		c.printJSON(sum)
+	}()
+
+	var stats ingest.Stats
+	if *generate > 0 {
+		g := ingest.GenerateOptions{N: *generate, Agencies: *agencies, Seed: *seed, From: from.t, To: to.t, Shards: c.cfg.Keys.Shards}
+		if g.To.IsZero() {
+			g.To = clock()
+		}
+		if g.From.IsZero() {
+			g.From = g.To.Add(-c.cfg.Report.Lateness)
+		}
+		if !*allowLate && g.From.Before(clock().Add(-c.cfg.Report.Lateness)) {
+			err = usagef("ingest --generate: --from %s is older than report.lateness (%s): such records may land in periods already reported; add --allow-late and backfill those periods",
+				g.From.Format(time.RFC3339), c.cfg.Report.Lateness)
+		} else {
+			stats, err = ingest.Generate(ctx, st, g)
+		}
+	} else {
+		var in io.Reader = os.Stdin
+		if *file != "-" {
+			f, ferr := os.Open(*file)
+			if ferr != nil {
+				return usagef("ingest --file: %v", ferr)
+			}
+			defer f.Close()
+			in = f
+		}
+		var bad []ingest.LineError
+		stats, bad, err = ingest.ReadJSONL(ctx, in, st, ingest.Options{
+			Shards: c.cfg.Keys.Shards, Lateness: c.cfg.Report.Lateness, AllowLate: *allowLate, Now: clock, Logger: c.log,
+		})
+		for i, le := range bad {
+			if i == maxLineErrors {
+				fmt.Fprintf(c.stderr, "... and %d more bad lines\n", len(bad)-maxLineErrors)
+				break
+			}
+			fmt.Fprintf(c.stderr, "%s: %v\n", *file, &le)
+		}
+		if err == nil && len(bad) > 0 {
+			err = fmt.Errorf("%d of %d records refused (not written; the others were): fix them and ingest them again", len(bad), stats.Read)
+		}
+	}
+	sum.Read, sum.Written, sum.Invalid, sum.Duplicates = stats.Read, stats.Written, stats.Invalid, stats.Duplicates
+	if err != nil {
+		sum.Status, sum.Error = "failed", err.Error()
+	}
+	return err
+}

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+type statusLease struct {
+	Owner   string `json:"owner"`
+	Expires string `json:"expires"`
+	Held    bool   `json:"held"`
+}
+
+type statusReport struct {
+	Command         string       `json:"command"`
+	Job             string       `json:"job"`
+	Now             string       `json:"now"`
+	Checkpoint      string       `json:"checkpoint,omitempty"`
+	NextPeriodStart string       `json:"next_period_start,omitempty"`
+	NextPeriodEnd   string       `json:"next_period_end,omitempty"`
+	NextDueAt       string       `json:"next_due_at,omitempty"`
+	PeriodsBehind   int          `json:"periods_behind"`
+	LagSeconds      int64        `json:"lag_seconds"`
+	Lease           *statusLease `json:"lease,omitempty"`
+	Note            string       `json:"note,omitempty"`
+}
+
+func cmdStatus(ctx context.Context, c *cli, args []string) error {
+	fs := newFlags(c, "status", "[--json] [--now T]")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
+	var now timeFlag
+	fs.Var(&now, "now", "fix the clock (replay and tests)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if now.t.IsZero() {
+		now.t = time.Now().UTC()
+	}
+	st, err := openStore(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	state, err := st.Load(ctx, c.cfg.JobName)
+	if err != nil {
+		return fmt.Errorf("load checkpoint: %w", err)
+	}
+	cfg := c.cfg.Report
+	r := statusReport{Command: "status", Job: c.cfg.JobName, Now: now.t.Format(time.RFC3339)}
+	if l := state.Lease; l.Owner != "" {
+		r.Lease = &statusLease{Owner: l.Owner, Expires: l.Expires.UTC().Format(time.RFC3339), Held: l.Held(now.t)}
+	}
+	from := state.Checkpoint
+	if !from.IsZero() {
+		r.Checkpoint = from.UTC().Format(time.RFC3339)
+		r.LagSeconds = int64(now.t.Sub(from) / time.Second)
+	}
+	_, behind, err := report.Due(state.Checkpoint, cfg.Start, now.t, cfg.Period, cfg.Lateness, 0)
+	switch {
+	case errors.Is(err, report.ErrNoStart):
+		r.Note = "no checkpoint yet and report.start is unset: `run` will refuse to start"
+	case err != nil:
+		return err
+	default:
+		if from.IsZero() {
+			from = cfg.Start
+		}
+		next := report.PeriodAt(from, cfg.Period)
+		next.Start = from.UTC()
+		r.PeriodsBehind = behind
+		r.NextPeriodStart = next.Start.Format(time.RFC3339)
+		r.NextPeriodEnd = next.End.Format(time.RFC3339)
+		r.NextDueAt = next.End.Add(cfg.Lateness).Format(time.RFC3339)
+	}
+	if *asJSON {
+		c.printJSON(r)
+		return nil
+	}
+	w := c.stdout
+	fmt.Fprintf(w, "job:          %s (%s)\n", r.Job, st.where)
+	fmt.Fprintf(w, "now:          %s\n", r.Now)
+	if r.Checkpoint == "" {
+		fmt.Fprintf(w, "checkpoint:   none yet\n")
+	} else {
+		fmt.Fprintf(w, "checkpoint:   %s (lag %s)\n", r.Checkpoint, time.Duration(r.LagSeconds)*time.Second)
+	}
+	if r.Note != "" {
+		fmt.Fprintf(w, "note:         %s\n", r.Note)
+	} else {
+		due := "due now"
+		if t, _ := time.Parse(time.RFC3339, r.NextDueAt); t.After(now.t) {
+			due = "due in " + t.Sub(now.t).Round(time.Second).String()
+		}
+		fmt.Fprintf(w, "next period:  %s to %s, %s (at %s)\n", r.NextPeriodStart, r.NextPeriodEnd, due, r.NextDueAt)
+		fmt.Fprintf(w, "behind:       %d period(s) due\n", r.PeriodsBehind)
+	}
+	switch {
+	case r.Lease == nil:
+		fmt.Fprintf(w, "lease:        never taken\n")
+	case r.Lease.Held:
+		fmt.Fprintf(w, "lease:        held by %s until %s\n", r.Lease.Owner, r.Lease.Expires)
+	default:
+		fmt.Fprintf(w, "lease:        free (last holder %s, expired %s)\n", r.Lease.Owner, r.Lease.Expires)
+	}
+	return nil
+}
+
+func cmdInit(ctx context.Context, c *cli, args []string) error {
+	if err := parseFlags(newFlags(c, "init", ""), args); err != nil {
+		return err
+	}
+	st, err := openStore(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	if err := st.init(ctx); err != nil {
+		return fmt.Errorf("init store: %w", err)
+	}
+	sk, err := openSink(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := sk.init(ctx); err != nil {
+		return fmt.Errorf("init sink: %w", err)
+	}
+	c.log.Info("initialised", "store", st.where, "sink", c.cfg.Sink.URL)
+	c.printJSON(map[string]string{"command": "init", "job": c.cfg.JobName, "status": "ok", "store": st.where, "sink": c.cfg.Sink.URL})
+	return nil
+}

@@ -1,0 +1,140 @@
+package dynamodb
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+func TestInitTwice(t *testing.T) {
+	s := newStore(t, nil) // Init once
+	if err := s.Init(t.Context()); err != nil {
+		t.Fatalf("second Init: %v", err)
+	}
+	// Another process's Init, concurrently, over the same tables.
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range errs {
+		wg.Go(func() {
+			s2, err := New(testClient(t), s.opts)
+			if err == nil {
+				err = s2.Init(t.Context())
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("concurrent Init %d: %v", i, err)
+		}
+	}
+
+	c := testClient(t)
+	for _, tc := range []struct {
+		table string
+		keys  []keyAttr
+	}{
+		{s.opts.Table, []keyAttr{{DefaultPartitionAttr, "HASH"}, {DefaultSortAttr, "RANGE"}}},
+		{s.opts.StateTable, []keyAttr{{"job", "HASH"}}},
+	} {
+		out, err := c.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(tc.table)})
+		if err != nil {
+			t.Fatalf("DescribeTable %s: %v", tc.table, err)
+		}
+		d := out.Table
+		if d.TableStatus != types.TableStatusActive {
+			t.Errorf("%s: status %s, want ACTIVE", tc.table, d.TableStatus)
+		}
+		if d.BillingModeSummary == nil || d.BillingModeSummary.BillingMode != types.BillingModePayPerRequest {
+			t.Errorf("%s: billing mode %+v, want PAY_PER_REQUEST", tc.table, d.BillingModeSummary)
+		}
+		if err := checkSchema(tc.table, d, tc.keys); err != nil {
+			t.Errorf("%s: %v", tc.table, err)
+		}
+	}
+}
+
+func TestInitWrongSchema(t *testing.T) {
+	c := testClient(t)
+	tests := []struct {
+		name     string
+		state    bool // the state table is the wrong one
+		keys     []types.KeySchemaElement
+		defs     []types.AttributeDefinition
+		wantAttr string
+	}{
+		{
+			name:     "other partition key",
+			keys:     []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+			defs:     []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+			wantAttr: `partition key is "pk", want "quarter_hour_timestamp"`,
+		},
+		{
+			name:     "no sort key",
+			keys:     []types.KeySchemaElement{{AttributeName: aws.String(DefaultPartitionAttr), KeyType: types.KeyTypeHash}},
+			defs:     []types.AttributeDefinition{{AttributeName: aws.String(DefaultPartitionAttr), AttributeType: types.ScalarAttributeTypeS}},
+			wantAttr: `no sort key, want "random_timestamp"`,
+		},
+		{
+			name: "numeric sort key",
+			keys: []types.KeySchemaElement{
+				{AttributeName: aws.String(DefaultPartitionAttr), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(DefaultSortAttr), KeyType: types.KeyTypeRange},
+			},
+			defs: []types.AttributeDefinition{
+				{AttributeName: aws.String(DefaultPartitionAttr), AttributeType: types.ScalarAttributeTypeS},
+				{AttributeName: aws.String(DefaultSortAttr), AttributeType: types.ScalarAttributeTypeN},
+			},
+			wantAttr: `sort key "random_timestamp" has type N, want S`,
+		},
+		{
+			name:  "state table with a sort key",
+			state: true,
+			keys: []types.KeySchemaElement{
+				{AttributeName: aws.String("job"), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String("at"), KeyType: types.KeyTypeRange},
+			},
+			defs: []types.AttributeDefinition{
+				{AttributeName: aws.String("job"), AttributeType: types.ScalarAttributeTypeS},
+				{AttributeName: aws.String("at"), AttributeType: types.ScalarAttributeTypeS},
+			},
+			wantAttr: `unexpected sort key "at"`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			data, state := tableNames(t)
+			deleteTables(t, c, data, state)
+			wrong := data
+			if tc.state {
+				wrong = state
+			}
+			_, err := c.CreateTable(t.Context(), &dynamodb.CreateTableInput{
+				TableName: aws.String(wrong), KeySchema: tc.keys, AttributeDefinitions: tc.defs,
+				BillingMode: types.BillingModePayPerRequest,
+			})
+			if err != nil {
+				t.Fatalf("CreateTable: %v", err)
+			}
+			o := Options{Table: data, StateTable: state}
+			fastRetry(&o)
+			s, err := New(c, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Init(t.Context())
+			if !errors.Is(err, ErrSchema) {
+				t.Fatalf("Init = %v, want ErrSchema", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, `"`+wrong+`"`) || !strings.Contains(msg, tc.wantAttr) {
+				t.Errorf("Init error %q should name table %q and say %q", msg, wrong, tc.wantAttr)
+			}
+		})
+	}
+}

@@ -1,0 +1,263 @@
+package dynamodb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/reportjob/reportjob/internal/ingest"
+	"github.com/reportjob/reportjob/internal/item"
+)
+
+// ErrExists is returned (wrapped) by PutNew when an item with the same
+// keys is already stored.
+var ErrExists = errors.New("item already exists")
+
+// batchSize is DynamoDB's limit of items per BatchWriteItem.
+const batchSize = 25
+
+// errNotAttempted is the cause given for batches skipped after another
+// batch failed for good.
+var errNotAttempted = errors.New("not attempted after an earlier batch failed")
+
+// PutItems implements ingest.Writer with BatchWriteItem calls of up to 25
+// items, WriteConcurrency at a time. Unprocessed items and retryable errors
+// (throttling, 5xx, connection errors) are retried with exponential backoff
+// and full jitter until WriteDeadline after the batch's first attempt. Any
+// other error stops the call: that batch and every batch not yet started
+// are reported. The *ingest.WriteError lists, in input order, every item
+// not known to be written by its transaction_id (or "PK/SK" for an item
+// without one); its Err is the first failure.
+func (s *Store) PutItems(ctx context.Context, items []item.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	reqs := make([]types.WriteRequest, len(items))
+	seen := make(map[[2]string]int, len(items))
+	for i, it := range items {
+		av, err := s.toAttributeValues(it)
+		if err == nil {
+			if j, dup := seen[[2]string{it.PK, it.SK}]; dup {
+				err = fmt.Errorf("items %d and %d have the same keys (%q, %q)", j, i, it.PK, it.SK)
+			}
+		}
+		if err != nil {
+			return &ingest.WriteError{TransactionIDs: txIDs(items, nil), Err: fmt.Errorf("put items: %w", err)}
+		}
+		seen[[2]string{it.PK, it.SK}] = i
+		reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: av}}
+	}
+
+	type result struct {
+		failed []int // indexes into items
+		err    error
+	}
+	nb := (len(items) + batchSize - 1) / batchSize
+	results := make([]result, nb)
+	var (
+		mu      sync.Mutex
+		stopped bool
+		next    int
+		wg      sync.WaitGroup
+	)
+	// take returns the next batch to write, or -1 when none is left or the
+	// call has failed for good.
+	take := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || next == nb {
+			return -1
+		}
+		next++
+		return next - 1
+	}
+	for range min(s.opts.WriteConcurrency, nb) {
+		wg.Go(func() {
+			for b := take(); b >= 0; b = take() {
+				lo, hi := b*batchSize, min((b+1)*batchSize, len(items))
+				failed, err := s.writeBatch(ctx, items, reqs, lo, hi)
+				results[b] = result{failed, err}
+				if err != nil {
+					mu.Lock()
+					stopped = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+
+	var failed []int
+	var firstErr error
+	for b := range results {
+		r := results[b]
+		if b >= next { // never started
+			r.err = errNotAttempted
+			for i := b * batchSize; i < min((b+1)*batchSize, len(items)); i++ {
+				r.failed = append(r.failed, i)
+			}
+		}
+		failed = append(failed, r.failed...)
+		if r.err != nil && (firstErr == nil || errors.Is(firstErr, errNotAttempted)) {
+			firstErr = r.err
+		}
+	}
+	if firstErr == nil {
+		return nil
+	}
+	return &ingest.WriteError{TransactionIDs: txIDs(items, failed), Err: firstErr}
+}
+
+// writeBatch writes items[lo:hi] and returns the indexes of the items not
+// known to be written, in order, with the reason.
+func (s *Store) writeBatch(ctx context.Context, items []item.Item, reqs []types.WriteRequest, lo, hi int) ([]int, error) {
+	pending := make([]int, 0, hi-lo)
+	for i := lo; i < hi; i++ {
+		pending = append(pending, i)
+	}
+	deadline := time.Now().Add(s.opts.WriteDeadline)
+	// The SDK retryer may wait between its own attempts: bound the whole
+	// batch by the deadline.
+	bctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		batch := make([]types.WriteRequest, len(pending))
+		for j, i := range pending {
+			batch[j] = reqs[i]
+		}
+		out, err := s.api.BatchWriteItem(bctx, &dynamodb.BatchWriteItemInput{
+			RequestItems: map[string][]types.WriteRequest{s.opts.Table: batch},
+		})
+		var cause error
+		switch {
+		case err == nil:
+			pending = s.unprocessed(items, pending, out.UnprocessedItems[s.opts.Table])
+			if len(pending) == 0 {
+				return nil, nil
+			}
+			cause = fmt.Errorf("%d items unprocessed", len(pending))
+		case ctx.Err() != nil:
+			return pending, fmt.Errorf("batch write to table %q: %w", s.opts.Table, ctx.Err())
+		case bctx.Err() != nil:
+			return pending, fmt.Errorf("batch write to table %q: gave up after %s (%d attempts): %w",
+				s.opts.Table, s.opts.WriteDeadline, attempt+1, err)
+		case !retryable(err):
+			return pending, fmt.Errorf("batch write to table %q: %w", s.opts.Table, err)
+		default:
+			cause = err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return pending, fmt.Errorf("batch write to table %q: gave up after %s (%d attempts): %w",
+				s.opts.Table, s.opts.WriteDeadline, attempt+1, cause)
+		}
+		d := min(s.backoff(attempt), left)
+		s.log.Warn("retrying batch write", logTable, s.opts.Table, logAttempt, attempt+1,
+			logPending, len(pending), logDelay, d, logErr, cause)
+		if err := s.sleep(ctx, d); err != nil {
+			return pending, fmt.Errorf("batch write to table %q: %w", s.opts.Table, err)
+		}
+	}
+}
+
+// unprocessed returns the indexes of pending whose keys are in un.
+func (s *Store) unprocessed(items []item.Item, pending []int, un []types.WriteRequest) []int {
+	if len(un) == 0 {
+		return nil
+	}
+	keys := make(map[[2]string]bool, len(un))
+	for _, r := range un {
+		if r.PutRequest == nil {
+			continue
+		}
+		pk, _ := r.PutRequest.Item[s.opts.PartitionAttr].(*types.AttributeValueMemberS)
+		sk, _ := r.PutRequest.Item[s.opts.SortAttr].(*types.AttributeValueMemberS)
+		if pk != nil && sk != nil {
+			keys[[2]string{pk.Value, sk.Value}] = true
+		}
+	}
+	var out []int
+	for _, i := range pending {
+		if keys[[2]string{items[i].PK, items[i].SK}] {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// throttleCodes are DynamoDB's throttling error codes, and server errors
+// sent as codes.
+var throttleCodes = map[string]bool{
+	"ProvisionedThroughputExceededException": true,
+	"ThrottlingException":                    true,
+	"RequestLimitExceeded":                   true,
+	"InternalServerError":                    true,
+	"ServiceUnavailable":                     true,
+}
+
+// retryable reports whether a failed BatchWriteItem may succeed later:
+// throttling, a 5xx status, or what the SDK's retryer retries
+// (connection errors, timeouts).
+func retryable(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && throttleCodes[ae.ErrorCode()] {
+		return true
+	}
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) && re.HTTPStatusCode() >= 500 {
+		return true
+	}
+	return retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary
+}
+
+// txIDs returns the transaction ids of items[idx] (all items when idx is
+// nil), falling back to "PK/SK" for an item without one.
+func txIDs(items []item.Item, idx []int) []string {
+	if idx == nil {
+		idx = make([]int, len(items))
+		for i := range idx {
+			idx[i] = i
+		}
+	}
+	out := make([]string, len(idx))
+	for j, i := range idx {
+		if v, ok := items[i].Attrs[item.AttrTransactionID]; ok && v.Text != "" {
+			out[j] = v.Text
+		} else {
+			out[j] = items[i].PK + "/" + items[i].SK
+		}
+	}
+	return out
+}
+
+// PutNew stores it only when no item with its keys exists (condition
+// attribute_not_exists on both keys). It returns an error matching
+// ErrExists when one does, whatever its content: PutNew never replaces.
+func (s *Store) PutNew(ctx context.Context, it item.Item) error {
+	av, err := s.toAttributeValues(it)
+	if err != nil {
+		return fmt.Errorf("put new item: %w", err)
+	}
+	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(s.opts.Table),
+		Item:                     av,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk) AND attribute_not_exists(#sk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": s.opts.PartitionAttr, "#sk": s.opts.SortAttr},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return fmt.Errorf("put new item (%q, %q) in table %q: %w", it.PK, it.SK, s.opts.Table, ErrExists)
+	case err != nil:
+		return fmt.Errorf("put new item (%q, %q) in table %q: %w", it.PK, it.SK, s.opts.Table, err)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package embedded
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/reportjob/reportjob/internal/item"
+)
+
+// benchItems returns n transaction-shaped items of one partition.
+func benchItems(pk string, from, n int) []item.Item {
+	items := make([]item.Item, n)
+	for i := range items {
+		id := fmt.Sprintf("tx-%09d", from+i)
+		items[i] = item.Item{PK: pk, SK: fmt.Sprintf("2024-01-01T00:%02d:%02d.%016d", (from+i)/60%60, (from+i)%60, from+i),
+			Attrs: map[string]item.Value{
+				item.AttrTransactionID: item.S(id),
+				item.AttrAgencyID:      item.S(fmt.Sprintf("agency-%03d", i%50)),
+				item.AttrAmount:        item.N("19.99"),
+				item.AttrCurrency:      item.S("USD"),
+				item.AttrKind:          item.S("purchase"),
+				item.AttrCustomerID:    item.S("customer-12345"),
+				item.AttrProductID:     item.S("product-678"),
+				item.AttrRecordedAt:    item.S("2024-01-01T00:00:00.123Z"),
+			}}
+	}
+	return items
+}
+
+// BenchmarkPutItems writes batches of 500 items, one transaction (and one
+// fsync) each, as `ingest` does.
+func BenchmarkPutItems(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "store.db"), Options{})
+	const batch = 500
+	n := 0
+	for b.Loop() {
+		if err := s.PutItems(b.Context(), benchItems("202401010000", n, batch)); err != nil {
+			b.Fatal(err)
+		}
+		n += batch
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "items/s")
+}
+
+// BenchmarkQuery reads a partition of 20,000 items.
+func BenchmarkQuery(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "store.db"), Options{})
+	const total = 20000
+	for i := 0; i < total; i += 1000 {
+		if err := s.PutItems(b.Context(), benchItems("202401010000", i, 1000)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := 0
+	for b.Loop() {
+		err := s.Query(b.Context(), "202401010000", "", func(p []item.Item) error { n += len(p); return nil })
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n%total != 0 {
+		b.Fatalf("read %d items, want a multiple of %d", n, total)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "items/s")
+}

@@ -1,0 +1,140 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/reportjob/reportjob/internal/ingest"
+	"github.com/reportjob/reportjob/internal/item"
+)
+
+// PutItems stores items in one write transaction: all of them or, on
+// error, none (the *ingest.WriteError then names every transaction id).
+// An item replaces any item with the same keys. Attributes are stored as
+// given; an empty partition or sort key is refused.
+func (s *Store) PutItems(ctx context.Context, items []item.Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	fail := func(err error) error {
+		ids := make([]string, len(items))
+		for i, it := range items {
+			ids[i] = it.Attrs[item.AttrTransactionID].Text
+		}
+		return &ingest.WriteError{TransactionIDs: ids, Err: err}
+	}
+	for i, it := range items {
+		if it.PK == "" || it.SK == "" {
+			return fail(fmt.Errorf("item %d (transaction_id %q): empty key (partition key %q, sort key %q)",
+				i, it.Attrs[item.AttrTransactionID].Text, it.PK, it.SK))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		root, err := tx.CreateBucketIfNotExists(bucketItems)
+		if err != nil {
+			return err
+		}
+		var (
+			part   *bolt.Bucket
+			partPK string
+		)
+		for _, it := range items {
+			if part == nil || it.PK != partPK {
+				if part, err = root.CreateBucketIfNotExists([]byte(it.PK)); err != nil {
+					return fmt.Errorf("partition %q: %w", it.PK, err)
+				}
+				partPK = it.PK
+			}
+			if err := part.Put([]byte(it.SK), encodeAttrs(it.Attrs)); err != nil {
+				return fmt.Errorf("item (%q, %q): %w", it.PK, it.SK, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fail(fmt.Errorf("embedded store %s: %w", s.path, err))
+	}
+	return nil
+}
+
+// Query calls fn with pages of the items of partition pk whose sort key
+// is greater than after, in sort key byte order. Each page is read in its
+// own read transaction, none is held while fn runs; the next page starts
+// after the last key of the previous one.
+func (s *Store) Query(ctx context.Context, pk, after string, fn func(page []item.Item) error) error {
+	if pk == "" {
+		return errors.New("query embedded store: partition key is empty")
+	}
+	var page []item.Item
+	last := []byte(after)
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("query partition %q: %w", pk, err)
+		}
+		var (
+			more bool
+			err  error
+		)
+		page, last, more, err = s.readPage(pk, last, page[:0])
+		if err != nil {
+			return fmt.Errorf("query partition %q of %s: %w", pk, s.path, err)
+		}
+		if len(page) > 0 {
+			if err := fn(page); err != nil {
+				return err
+			}
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// readPage appends to page the items of pk after `after` up to the page
+// bounds, and returns the last key read and whether items may follow it.
+func (s *Store) readPage(pk string, after []byte, page []item.Item) ([]item.Item, []byte, bool, error) {
+	more := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketItems)
+		if root == nil {
+			return nil
+		}
+		part := root.Bucket([]byte(pk))
+		if part == nil {
+			return nil
+		}
+		c := part.Cursor()
+		k, v := c.Seek(after)
+		if k != nil && bytes.Equal(k, after) {
+			k, v = c.Next()
+		}
+		size := 0
+		for ; k != nil; k, v = c.Next() {
+			if len(page) >= s.opts.PageSize || (len(page) > 0 && size+len(k)+len(v) > s.opts.PageBytes) {
+				more = true
+				return nil
+			}
+			attrs, err := decodeAttrs(v)
+			if err != nil {
+				return fmt.Errorf("item (%q, %q): %w", pk, k, err)
+			}
+			page = append(page, item.Item{PK: pk, SK: string(k), Attrs: attrs})
+			size += len(k) + len(v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if len(page) > 0 {
+		after = []byte(page[len(page)-1].SK)
+	}
+	return page, after, more, nil
+}

@@ -1,0 +1,183 @@
+// Package embedded is the store backend that needs no server: one bbolt
+// file holds the data table (report.Source, ingest.Writer) and every job's
+// checkpoint and lease (checkpoint.Store).
+//
+// Layout of the file:
+//
+//	meta                     format -> "reportjob/1"
+//	items / <partition key>  <sort key> -> encoded attributes (see codec.go)
+//	jobs                     <job name> -> JSON job state (checkpoint, lease)
+//
+// Items are kept in one nested bucket per partition key, so a Query reads
+// only its partition, in sort key byte order, as DynamoDB does.
+//
+// # One process at a time
+//
+// bbolt lets one process open a file at a time: Open takes an exclusive
+// flock on it and holds it until Close. That file lock IS the
+// cross-process mutual exclusion of the embedded backend: a second
+// process (a second `run`, or `ingest` while `schedule` is running) waits
+// up to Options.LockTimeout and then gets an error matching ErrLocked,
+// which the command line reports as "lease held elsewhere" (exit 3).
+// Within the process that has the file open, the lease in the jobs bucket
+// still applies, exactly as with DynamoDB. A lease left by a process that
+// crashed stays held until it expires, as with DynamoDB.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/ingest"
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+var (
+	_ report.Source    = (*Store)(nil)
+	_ ingest.Writer    = (*Store)(nil)
+	_ checkpoint.Store = (*Store)(nil)
+)
+
+// ErrLocked means another process has the store's file open. Errors that
+// match it name the file.
+var ErrLocked = errors.New("embedded store is in use by another process")
+
+// Defaults of Options' zero fields.
+const (
+	DefaultLockTimeout = time.Second
+	DefaultPageSize    = 1000
+	DefaultPageBytes   = 1 << 20
+)
+
+// format identifies this package's layout in the meta bucket.
+const format = "reportjob/1"
+
+var (
+	bucketMeta  = []byte("meta")
+	bucketItems = []byte("items")
+	bucketJobs  = []byte("jobs")
+	keyFormat   = []byte("format")
+)
+
+// Options tune a Store. The zero value is ready to use.
+type Options struct {
+	// LockTimeout is how long Open waits for another process to close
+	// the file before it returns ErrLocked. Zero means DefaultLockTimeout.
+	LockTimeout time.Duration
+	// PageSize is the most items Query passes to fn at once. Zero means
+	// DefaultPageSize.
+	PageSize int
+	// PageBytes bounds a page's encoded size (keys and attributes), like
+	// DynamoDB's 1 MB; a page holds at least one item. Zero means
+	// DefaultPageBytes.
+	PageBytes int
+}
+
+func (o Options) withDefaults() Options {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = DefaultPageSize
+	}
+	if o.PageBytes <= 0 {
+		o.PageBytes = DefaultPageBytes
+	}
+	return o
+}
+
+// Store is an open store file. It is safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	path string
+	opts Options
+}
+
+// Open opens the store file at path, creating it and its parent
+// directories when missing. The buckets are created by Init or by the
+// first write; reading a store with none is reading an empty store. When
+// another process has the file open, Open returns an error matching
+// ErrLocked after opts.LockTimeout.
+func Open(path string, opts Options) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open embedded store: path is empty")
+	}
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		return nil, fmt.Errorf("open embedded store: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("open embedded store %s: still locked after %s: %w", path, opts.LockTimeout, ErrLocked)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrChecksum):
+		return nil, fmt.Errorf("open embedded store %s: not a store file (%w)", path, err)
+	case err != nil:
+		return nil, fmt.Errorf("open embedded store %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path, opts: opts}
+	if err := s.checkFormat(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) checkFormat() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return nil
+		}
+		if got := meta.Get(keyFormat); string(got) != format {
+			return fmt.Errorf("open embedded store %s: format %q, want %q", s.path, got, format)
+		}
+		return nil
+	})
+}
+
+// Path returns the file's path as given to Open.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the file and releases its lock.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close embedded store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// Init creates the buckets and records the file's format. It is
+// idempotent.
+func (s *Store) Init(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("init embedded store: %w", err)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keyFormat, []byte(format)); err != nil {
+			return err
+		}
+		for _, name := range [][]byte{bucketItems, bucketJobs} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("init embedded store %s: %w", s.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Periods is every allowed report period: each divides a UTC day evenly.
+var Periods = []time.Duration{
+	15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 3 * time.Hour,
+	4 * time.Hour, 6 * time.Hour, 8 * time.Hour, 12 * time.Hour, 24 * time.Hour,
+}
+
+// Quarter is the width of one partition of the data table.
+const Quarter = 15 * time.Minute
+
+// ErrNoStart means there is no checkpoint and no report.start.
+var ErrNoStart = errors.New("no checkpoint yet and report.start is unset: set report.start to the first period to report")
+
+// Period is a half-open UTC interval [Start, End).
+type Period struct {
+	Start, End time.Time
+}
+
+// PeriodAt returns the period of length d that contains t. Periods are
+// aligned to UTC midnight.
+func PeriodAt(t time.Time, d time.Duration) Period {
+	t = t.UTC()
+	midnight := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	start := midnight.Add(t.Sub(midnight) / d * d)
+	return Period{Start: start, End: start.Add(d)}
+}
+
+// Aligned reports whether t is a boundary of periods of length d.
+func Aligned(t time.Time, d time.Duration) bool {
+	return PeriodAt(t, d).Start.Equal(t.UTC())
+}
+
+// after returns the period that starts at from. When from is not a
+// boundary of d (the period was changed in config after a checkpoint), the
+// period is shortened to end at the next boundary, so that no item is
+// missed or billed twice.
+func after(from time.Time, d time.Duration) Period {
+	p := PeriodAt(from, d)
+	return Period{Start: from.UTC(), End: p.End}
+}
+
+// Name is the period's folder name: its start as YYYYMMDDTHHMMZ.
+func (p Period) Name() string { return p.Start.UTC().Format("20060102T1504Z") }
+
+func (p Period) String() string {
+	return p.Start.UTC().Format(time.RFC3339) + "/" + p.End.UTC().Format(time.RFC3339)
+}
+
+// Quarters returns the start of every quarter hour in the period, in order.
+func (p Period) Quarters() []time.Time {
+	var qs []time.Time
+	for t := p.Start; t.Before(p.End); t = t.Add(Quarter) {
+		qs = append(qs, t)
+	}
+	return qs
+}
+
+// Due returns the periods due at now, oldest first, after the checkpoint
+// (or from start when there is no checkpoint), at most max of them, and how
+// many more are due beyond those. A period is due when now >= end+lateness.
+func Due(checkpoint, start, now time.Time, d, lateness time.Duration, max int) (due []Period, remaining int, err error) {
+	from := checkpoint
+	if from.IsZero() {
+		if start.IsZero() {
+			return nil, 0, ErrNoStart
+		}
+		from = start
+	}
+	watermark := now.Add(-lateness)
+	for p := after(from, d); !p.End.After(watermark); p = after(p.End, d) {
+		if len(due) < max {
+			due = append(due, p)
+			continue
+		}
+		// Count the rest without building them: whole periods to the watermark.
+		remaining = int(watermark.Sub(p.Start) / d)
+		if remaining < 1 {
+			remaining = 1
+		}
+		break
+	}
+	return due, remaining, nil
+}
+
+// Range returns the periods in [from, to), which must both be boundaries of
+// d, oldest first.
+func Range(from, to time.Time, d time.Duration) ([]Period, error) {
+	if !Aligned(from, d) {
+		return nil, fmt.Errorf("--from %s is not a period boundary (period %s, aligned to UTC midnight)", from.UTC().Format(time.RFC3339), d)
+	}
+	if !Aligned(to, d) {
+		return nil, fmt.Errorf("--to %s is not a period boundary (period %s, aligned to UTC midnight)", to.UTC().Format(time.RFC3339), d)
+	}
+	if !to.After(from) {
+		return nil, fmt.Errorf("--to %s must be after --from %s", to.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339))
+	}
+	var ps []Period
+	for p := PeriodAt(from, d); !p.Start.After(to.Add(-d)); p = PeriodAt(p.End, d) {
+		ps = append(ps, p)
+	}
+	return ps, nil
+}
+
+// EscapeAgency writes every byte of id outside [A-Za-z0-9._-] as %XX
+// (uppercase hex), so that an agency id is one safe key segment.
+func EscapeAgency(id string) string {
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+// UnescapeAgency reverses EscapeAgency.
+func UnescapeAgency(s string) (string, error) { return url.PathUnescape(s) }
+
+// Keys of a period's objects, relative to the sink.
+func periodKey(p Period, name string) string { return "period=" + p.Name() + "/" + name }
+func agencyKey(p Period, agency, name string) string {
+	return "period=" + p.Name() + "/agency=" + EscapeAgency(agency) + "/" + name
+}

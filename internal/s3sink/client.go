@@ -1,0 +1,141 @@
+package s3sink
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// ClientConfig says how to reach S3. The zero value is the SDK's default
+// chain for everything (region, endpoint incl. AWS_ENDPOINT_URL_S3,
+// credentials, AWS_CA_BUNDLE).
+type ClientConfig struct {
+	// Region, e.g. "us-east-1"; "" = the SDK's default chain (AWS_REGION, profile).
+	Region string
+	// Endpoint, e.g. "https://s3.example.internal:9000"; "" = the SDK's
+	// default (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, then AWS).
+	Endpoint string
+	// PathStyle addresses buckets as endpoint/bucket (S3-compatible servers).
+	PathStyle bool
+	// CABundle is a PEM file of extra trusted CAs; "" = AWS_CA_BUNDLE or the
+	// system pool.
+	CABundle string
+	// AccessKeyID and SecretAccessKey are static credentials, for tests
+	// only; when empty the SDK's default credential chain is used.
+	AccessKeyID, SecretAccessKey string
+}
+
+// NewClient returns an S3 client for c.
+func NewClient(ctx context.Context, c ClientConfig) (*s3.Client, error) {
+	var opts []func(*config.LoadOptions) error
+	if c.Region != "" {
+		opts = append(opts, config.WithRegion(c.Region))
+	}
+	if c.CABundle != "" {
+		pem, err := os.ReadFile(c.CABundle)
+		if err != nil {
+			return nil, fmt.Errorf("s3 client: CA bundle: %w", err)
+		}
+		opts = append(opts, config.WithCustomCABundle(bytes.NewReader(pem)))
+	}
+	if c.AccessKeyID != "" || c.SecretAccessKey != "" {
+		if c.AccessKeyID == "" || c.SecretAccessKey == "" {
+			return nil, errors.New("s3 client: static credentials need both an access key id and a secret key")
+		}
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(c.AccessKeyID, c.SecretAccessKey, "")))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3 client: load AWS config: %w", err)
+	}
+	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if c.Endpoint != "" {
+			o.BaseEndpoint = aws.String(c.Endpoint)
+		}
+		o.UsePathStyle = c.PathStyle
+	}), nil
+}
+
+// EnsureBucket makes sure bucket exists and is ours: it creates it in
+// region when missing (idempotent: BucketAlreadyOwnedByYou is success) and
+// waits until it answers HeadBucket.
+func EnsureBucket(ctx context.Context, client *s3.Client, bucket, region string) error {
+	_, err := client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)})
+	if err == nil {
+		return nil
+	}
+	if !bucketMissing(err) {
+		return fmt.Errorf("check bucket s3://%s: %w", bucket, err)
+	}
+	in := &s3.CreateBucketInput{Bucket: aws.String(bucket)}
+	if region != "" && region != "us-east-1" {
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{
+			LocationConstraint: types.BucketLocationConstraint(region),
+		}
+	}
+	if _, err := client.CreateBucket(ctx, in); err != nil {
+		var owned *types.BucketAlreadyOwnedByYou
+		var taken *types.BucketAlreadyExists
+		switch {
+		case errors.As(err, &owned):
+		case errors.As(err, &taken):
+			return fmt.Errorf("create bucket s3://%s: the name belongs to another account: %w", bucket, err)
+		default:
+			return fmt.Errorf("create bucket s3://%s: %w", bucket, err)
+		}
+	}
+	w := s3.NewBucketExistsWaiter(client, func(o *s3.BucketExistsWaiterOptions) {
+		o.MinDelay = 100 * time.Millisecond
+		o.MaxDelay = 2 * time.Second
+	})
+	if err := w.Wait(ctx, &s3.HeadBucketInput{Bucket: aws.String(bucket)}, 2*time.Minute); err != nil {
+		return fmt.Errorf("wait for bucket s3://%s: %w", bucket, err)
+	}
+	return nil
+}
+
+// bucketMissing reports whether err says the bucket does not exist.
+func bucketMissing(err error) bool {
+	var nsb *types.NoSuchBucket
+	var nf *types.NotFound
+	if errors.As(err, &nsb) || errors.As(err, &nf) || errorCode(err) == "NoSuchBucket" {
+		return true
+	}
+	var re interface{ HTTPStatusCode() int }
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound
+}
+
+// objectMissing reports whether err says the object (not the bucket) does
+// not exist.
+func objectMissing(err error) bool {
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	if errors.As(err, &nsk) || errors.As(err, &nf) {
+		return true
+	}
+	switch errorCode(err) {
+	case "NoSuchKey", "NotFound":
+		return true
+	}
+	return false
+}
+
+func errorCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
+}
