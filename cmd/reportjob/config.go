@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -472,7 +473,7 @@ func (d *cfgDecoder) intIn(key, s string, lo, hi int) (int, bool) {
 		return 0, false
 	}
 	if n < lo || n > hi {
-		if hi == int(^uint(0)>>1) {
+		if hi == math.MaxInt {
 			d.fail(key, s, fmt.Sprintf("must be at least %d", lo))
 		} else {
 			d.fail(key, s, fmt.Sprintf("must be between %d and %d", lo, hi))
@@ -654,7 +655,7 @@ func (d *cfgDecoder) decodeReport(c *Config) {
 		r.Formats = append(r.Formats, "csv")
 	}
 	r.LineItems = d.bool("report.line_items")
-	r.MaxPeriodsPerRun = d.int("report.max_periods_per_run", 1, int(^uint(0)>>1))
+	r.MaxPeriodsPerRun = d.int("report.max_periods_per_run", 1, math.MaxInt)
 	r.Concurrency = d.int("report.concurrency", 1, maxConcurrency)
 }
 

@@ -1,10 +1,12 @@
 package dynamodb
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,5 +198,40 @@ func TestStateFormat(t *testing.T) {
 	}
 	if st.Lease != (checkpoint.Lease{Token: 1}) || !st.Checkpoint.Equal(to) {
 		t.Errorf("after Release: %+v, want checkpoint %v and lease {Token: 1}", st, to)
+	}
+}
+
+// countGets counts GetItem calls.
+type countGets struct {
+	API
+	n atomic.Int64
+}
+
+func (c *countGets) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.n.Add(1)
+	return c.API.GetItem(ctx, in, opts...)
+}
+
+// TestHeldFromOldItem checks that a refused Acquire or Commit learns the
+// holder from the failed write itself (ALL_OLD), without a second read.
+func TestHeldFromOldItem(t *testing.T) {
+	api := &countGets{API: testClient(t)}
+	s := newStore(t, api)
+	now := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
+	l, err := s.Acquire(t.Context(), "job", "a", now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Acquire(t.Context(), "job", "b", now, time.Minute)
+	var held *checkpoint.HeldError
+	if !errors.As(err, &held) || held.Owner != "a" || !held.Expires.Equal(l.Expires) {
+		t.Fatalf("Acquire by b = %v, want HeldError{a, %v}", err, l.Expires)
+	}
+	err = s.Commit(t.Context(), "job", l, now, now.Add(-time.Hour), now)
+	if !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("Commit from a wrong checkpoint = %v, want ErrConflict", err)
+	}
+	if n := api.n.Load(); n != 0 {
+		t.Errorf("%d GetItem calls, want 0 (the server returns ALL_OLD on a failed condition)", n)
 	}
 }

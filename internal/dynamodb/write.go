@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -160,7 +161,11 @@ func (s *Store) writeBatch(ctx context.Context, items []item.Item, reqs []types.
 				s.opts.Table, s.opts.WriteDeadline, attempt+1, cause)
 		}
 		d := min(s.backoff(attempt), left)
-		s.log.Warn("retrying batch write", logTable, s.opts.Table, logAttempt, attempt+1,
+		level := slog.LevelDebug
+		if attempt == 0 {
+			level = slog.LevelWarn // once per batch: throttling is worth knowing, not a flood
+		}
+		s.log.Log(ctx, level, "retrying batch write", logTable, s.opts.Table, logAttempt, attempt+1,
 			logPending, len(pending), logDelay, d, logErr, cause)
 		if err := s.sleep(ctx, d); err != nil {
 			return pending, fmt.Errorf("batch write to table %q: %w", s.opts.Table, err)

@@ -234,7 +234,7 @@ func TestReadJSONLRejects(t *testing.T) {
 		{name: "amount null", line: jsonLine("amount", `null`), field: "amount", reason: "missing"},
 		{name: "amount missing", line: jsonLine("amount", ""), field: "amount", reason: "missing"},
 		{name: "typo ammount", line: jsonLine("amount", "", "ammount", `"19.99"`), field: "ammount", value: "\"19.99\"", reason: "unknown field"},
-		{name: "escaped twice", line: strings.TrimSuffix(jsonLine(), "}") + ` , "am\u006fount" : 2 }`, field: "amount", value: "2", reason: "field given twice"},
+		{name: "escaped twice", line: strings.TrimSuffix(jsonLine(), "}") + ` , "am\u006funt" : 2 }`, field: "amount", value: "2", reason: "field given twice"},
 		{name: "nested keys are not fields", line: jsonLine("agency_id", `{"amount":1,"x":[{"amount":2}]}`), field: "agency_id", reason: "want type S"},
 		{name: "key attribute", line: jsonLine("random_timestamp", `"x"`), field: "random_timestamp", reason: "unknown field"},
 		{name: "field twice", line: strings.TrimSuffix(jsonLine(), "}") + `,"amount":"1.00"}`, field: "amount", value: `"1.00"`, reason: "field given twice"},

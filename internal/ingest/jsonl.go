@@ -94,6 +94,17 @@ type LineError struct {
 	Err  error
 }
 
+// ErrLate is matched (errors.Is) by the error of a record refused for
+// being older than report.lateness.
+var ErrLate = errors.New("record older than report.lateness")
+
+// lateError is the reject of a late record: a *item.RejectError that also
+// matches ErrLate.
+type lateError struct{ *item.RejectError }
+
+func (e lateError) Is(target error) bool { return target == ErrLate }
+func (e lateError) Unwrap() error        { return e.RejectError }
+
 // Error returns e.g. `line 12: amount "19.999": more fraction digits than USD has (2)`.
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
 
@@ -147,7 +158,7 @@ func ReadJSONL(ctx context.Context, r io.Reader, w Writer, opts Options) (Stats,
 			break
 		}
 		if err != nil {
-			return stats, badLine, fmt.Errorf("read line %d: %w", lr.n, err)
+			return stats, badLine, fmt.Errorf("read line %d: %w", lr.n+1, err)
 		}
 		if lr.n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -205,9 +216,9 @@ func lineItem(line []byte, tooLong bool, clock, oldest, newest time.Time, opts O
 			Reason: fmt.Sprintf("more than %v after the ingest clock %s: a producer clock or time-zone error?",
 				MaxFutureSkew, clock.Format(time.RFC3339))}
 	case !opts.AllowLate && tx.RecordedAt.Before(oldest):
-		return item.Item{}, &item.RejectError{Field: item.AttrRecordedAt, Value: raw,
+		return item.Item{}, lateError{&item.RejectError{Field: item.AttrRecordedAt, Value: raw,
 			Reason: fmt.Sprintf("older than lateness %v before %s: it could land in a period already reported "+
-				"(allow late records, then rerun the period with run --backfill)", opts.Lateness, clock.Format(time.RFC3339))}
+				"(ingest with --allow-late, then rerun the period with run --backfill)", opts.Lateness, clock.Format(time.RFC3339))}}
 	}
 	return tx.Item(), nil
 }

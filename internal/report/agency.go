@@ -246,4 +246,3 @@ type discardWriter struct{}
 func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (discardWriter) Commit() error               { return nil }
 func (discardWriter) Abort() error                { return nil }
-

@@ -91,7 +91,10 @@ func (t totals) list() []CurrencyTotal {
 func addRow(dst *SummaryRow, r SummaryRow) error {
 	dst.PurchaseCount += r.PurchaseCount
 	dst.RefundCount += r.RefundCount
-	for _, f := range [...]struct{ dst *int64; v int64 }{
+	for _, f := range [...]struct {
+		dst *int64
+		v   int64
+	}{
 		{&dst.Gross, r.Gross}, {&dst.Refunds, r.Refunds}, {&dst.Net, r.Net}, {&dst.Commission, r.Commission},
 	} {
 		s, err := money.Add(*f.dst, f.v)

@@ -81,11 +81,10 @@ func Due(checkpoint, start, now time.Time, d, lateness time.Duration, max int) (
 			due = append(due, p)
 			continue
 		}
-		// Count the rest without building them: whole periods to the watermark.
-		remaining = int(watermark.Sub(p.Start) / d)
-		if remaining < 1 {
-			remaining = 1
-		}
+		// Count the rest without building them: p itself (which may be
+		// shortened, when from is off a boundary), then the whole periods
+		// from its end (a boundary) to the watermark.
+		remaining = 1 + int(watermark.Sub(p.End)/d)
 		break
 	}
 	return due, remaining, nil
