@@ -187,7 +187,10 @@ func progressBar(c *cli) func(i, n int, p report.Period) {
 
 func (c *cli) pushMetrics(ctx context.Context, sum runSummary, res report.Result, started time.Time, ok bool, opts report.RunOptions) {
 	url := c.cfg.Metrics.PushgatewayURL
-	if url == "" || opts.DryRun {
+	// Metrics describe the scheduled job: a dry run or a backfill by hand
+	// must not overwrite its last success, and a run that found the lease
+	// held did not run at all (the holder pushes its own).
+	if url == "" || opts.DryRun || opts.Backfill || sum.Status == "lease_held" {
 		return
 	}
 	end := time.Now()

@@ -81,9 +81,12 @@ func Partitions(p Period, shards int) []string {
 	return pks
 }
 
-// seenTx is what the dedupe set keeps per transaction id.
+// seenTx is what the dedupe set keeps per transaction id: the set is the
+// one part of a period held in memory whole, so it is kept small (values
+// inline, half the SHA-256 fingerprint: two items with one transaction id
+// and different content collide with probability 2^-128).
 type seenTx struct {
-	fp       [32]byte
+	fp       [16]byte
 	n        int32
 	conflict bool
 	emitted  bool
@@ -92,7 +95,7 @@ type seenTx struct {
 // periodState is what a Build accumulates while reading.
 type periodState struct {
 	mu        sync.Mutex
-	seen      map[string]*seenTx
+	seen      map[string]seenTx
 	sorted    *sorter
 	rejects   []Reject
 	itemsRead int64
@@ -109,7 +112,7 @@ func (b *Builder) Build(ctx context.Context, p Period) (*Manifest, error) {
 	}
 	defer os.RemoveAll(tmp)
 
-	st := &periodState{seen: make(map[string]*seenTx), sorted: newSorter(tmp, b.cfg.RunSize)}
+	st := &periodState{seen: make(map[string]seenTx), sorted: newSorter(tmp, b.cfg.RunSize)}
 	defer st.sorted.close()
 	pks := Partitions(p, b.cfg.Shards)
 	if err := b.read(ctx, st, pks); err != nil {
@@ -208,12 +211,14 @@ func (st *periodState) addPage(page []item.Item) error {
 	st.itemsRead += int64(len(page))
 	st.rejects = append(st.rejects, rejects...)
 	for _, tx := range txs {
-		fp := tx.Fingerprint()
-		if s := st.seen[tx.ID]; s != nil {
+		full := tx.Fingerprint()
+		fp := [16]byte(full[:16])
+		if s, ok := st.seen[tx.ID]; ok {
 			s.n++
 			s.conflict = s.conflict || s.fp != fp
+			st.seen[tx.ID] = s
 		} else {
-			st.seen[tx.ID] = &seenTx{fp: fp, n: 1}
+			st.seen[tx.ID] = seenTx{fp: fp, n: 1}
 		}
 		if err := st.sorted.add(tx); err != nil {
 			return err
@@ -259,6 +264,7 @@ func (b *Builder) write(ctx context.Context, p Period, st *periodState, tmp stri
 			return nil
 		}
 		s.emitted = true
+		st.seen[tx.ID] = s
 		if ag != nil && ag.agency != tx.AgencyID {
 			if err := flush(); err != nil {
 				return err

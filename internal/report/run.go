@@ -95,10 +95,10 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 		res.Lease = lease
 		var cancel context.CancelCauseFunc
 		ctx, cancel = context.WithCancelCause(ctx)
-		keeper := j.keepLease(ctx, cancel, &res.Lease)
+		keeper := j.keepLease(ctx, cancel, lease)
 		defer func() {
 			cancel(nil)
-			<-keeper
+			res.Lease = <-keeper // the last renewal; the goroutine has stopped
 			// Release with a fresh context: the run's may be cancelled.
 			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer rcancel()
@@ -154,6 +154,8 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 		if opts.DryRun || opts.Backfill {
 			continue
 		}
+		// res.Lease is the acquired lease: renewals change only its
+		// Expires, and the store checks its owner and token.
 		if err := j.Checkpoints.Commit(ctx, j.Name, res.Lease, j.Clock(), res.Checkpoint, p.End); err != nil {
 			res.PeriodsRemaining += len(periods) - i
 			return res, fmt.Errorf("commit checkpoint %s: %w", p.End.UTC().Format(time.RFC3339), err)
@@ -177,14 +179,14 @@ func (j *Job) backfillPeriods(opts RunOptions) ([]Period, error) {
 	return ps, nil
 }
 
-// keepLease renews the lease every TTL/3 until ctx ends. When the lease is
-// lost it cancels the run with checkpoint.ErrLeaseLost. The returned
-// channel closes when it stops.
-func (j *Job) keepLease(ctx context.Context, cancel context.CancelCauseFunc, lease *checkpoint.Lease) <-chan struct{} {
-	done := make(chan struct{})
-	l := *lease
+// keepLease renews lease every TTL/3 until ctx ends. When the lease is
+// lost it cancels the run with checkpoint.ErrLeaseLost. When it stops, the
+// returned channel delivers the last lease it holds (for Release).
+func (j *Job) keepLease(ctx context.Context, cancel context.CancelCauseFunc, lease checkpoint.Lease) <-chan checkpoint.Lease {
+	done := make(chan checkpoint.Lease, 1)
+	l := lease
 	go func() {
-		defer close(done)
+		defer func() { done <- l }()
 		t := time.NewTicker(j.LeaseTTL / 3)
 		defer t.Stop()
 		for {
@@ -207,7 +209,6 @@ func (j *Job) keepLease(ctx context.Context, cancel context.CancelCauseFunc, lea
 				continue
 			}
 			l = nl
-			*lease = nl // read by Run only after this goroutine has stopped, or for Commit below
 		}
 	}()
 	return done
