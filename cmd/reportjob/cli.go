@@ -210,22 +210,12 @@ func (f *timeFlag) String() string {
 }
 
 func (f *timeFlag) Set(s string) error {
-	t, err := parseTime(s)
+	t, err := parseInstant(s)
 	if err != nil {
 		return err
 	}
 	f.t = t
 	return nil
-}
-
-func parseTime(s string) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC(), nil
-	}
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t.UTC(), nil
-	}
-	return time.Time{}, fmt.Errorf("%q is not RFC 3339 (2024-05-01T13:00:00Z) or YYYY-MM-DD", s)
 }
 
 // printJSON writes v as one line on stdout: every command ends with one.

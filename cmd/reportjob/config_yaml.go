@@ -1,0 +1,299 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	_ "time/tzdata" // schedule.timezone must load in minimal container images too
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+)
+
+// cfgDecoder collects every error instead of stopping at the first.
+type cfgDecoder struct {
+	v        *viper.Viper
+	src      map[string]string // key path -> where its value came from
+	agencies map[string]int
+	errs     []error
+}
+
+func (d *cfgDecoder) fail(key, value, reason string) {
+	d.errs = append(d.errs, &ConfigError{Key: key, Value: value, Reason: reason, Source: d.src[key]})
+}
+
+// walk checks mapping n at prefix against the known keys and puts its leaf
+// values, as strings ([]string for lists), into the nested map out.
+func (d *cfgDecoder) walk(name, prefix string, n *yaml.Node, known map[string]bool, out map[string]any) {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := n.Content[i], yamlDeref(n.Content[i+1])
+		path := strings.TrimPrefix(prefix+"."+kn.Value, ".")
+		d.src[path] = fmt.Sprintf("%s:%d", name, kn.Line)
+		if seen[kn.Value] {
+			d.fail(path, yamlSummary(vn), "key given twice")
+			continue
+		}
+		seen[kn.Value] = true
+		switch {
+		case path == agenciesKey:
+			d.readAgencies(name, vn)
+		case known[path] && path == "report.formats":
+			if l := d.list(path, vn); l != nil { // nil: error reported
+				out[kn.Value] = l
+			}
+		case known[path]:
+			if vn.Kind != yaml.ScalarNode {
+				d.fail(path, yamlSummary(vn), "must be a single value, not a list or mapping")
+				continue
+			}
+			out[kn.Value] = yamlScalar(vn)
+		case cfgIsSection(path, known):
+			if vn.Kind == yaml.ScalarNode && vn.Tag == "!!null" {
+				continue // "report:" with nothing under it
+			}
+			if vn.Kind != yaml.MappingNode {
+				d.fail(path, yamlSummary(vn), "must be a mapping of keys")
+				continue
+			}
+			sub := map[string]any{}
+			d.walk(name, path, vn, known, sub)
+			out[kn.Value] = sub
+		default:
+			d.fail(path, yamlSummary(vn), "unknown key"+cfgSuggest(path, cfgAllPaths(known)))
+		}
+	}
+}
+
+func yamlScalar(n *yaml.Node) string {
+	if n.Tag == "!!null" {
+		return ""
+	}
+	return n.Value
+}
+
+func yamlSummary(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "{...}"
+	case yaml.SequenceNode:
+		return "[...]"
+	}
+	return yamlScalar(n)
+}
+
+// list reads a YAML sequence of scalars, or one comma-separated scalar.
+func (d *cfgDecoder) list(path string, n *yaml.Node) []string {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return cfgSplitList(yamlScalar(n))
+	case yaml.SequenceNode:
+		l := []string{}
+		for _, e := range n.Content {
+			if e = yamlDeref(e); e.Kind != yaml.ScalarNode {
+				d.fail(path, yamlSummary(n), "must be a list of names")
+				return nil
+			}
+			l = append(l, strings.TrimSpace(yamlScalar(e)))
+		}
+		return l
+	}
+	d.fail(path, yamlSummary(n), "must be a list")
+	return nil
+}
+
+func cfgSplitList(s string) []string {
+	l := []string{}
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			l = append(l, f)
+		}
+	}
+	return l
+}
+
+func cfgIsSection(path string, known map[string]bool) bool {
+	for k := range known {
+		if strings.HasPrefix(k, path+".") {
+			return true
+		}
+	}
+	return false
+}
+
+func cfgAllPaths(known map[string]bool) []string {
+	var l []string
+	for k := range known {
+		for p := k; p != ""; {
+			l = append(l, p)
+			i := strings.LastIndexByte(p, '.')
+			p = p[:max(i, 0)]
+		}
+	}
+	l = append(l, agenciesKey)
+	slices.Sort(l) // a deterministic suggestion on ties
+	return slices.Compact(l)
+}
+
+func (d *cfgDecoder) readAgencies(name string, n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.fail(agenciesKey, yamlSummary(n), "must be a mapping of agency id to commission bps")
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := yamlDeref(n.Content[i]), yamlDeref(n.Content[i+1])
+		id := yamlScalar(kn)
+		key := agenciesKey + "[" + id + "]"
+		_, dup := d.src[key]
+		d.src[key] = fmt.Sprintf("%s:%d", name, kn.Line)
+		if dup {
+			d.fail(key, yamlSummary(vn), "agency given twice")
+			continue
+		}
+		if reason := agencyIDProblem(id); kn.Kind != yaml.ScalarNode || reason != "" {
+			d.fail(key, yamlSummary(vn), "bad agency id: "+orDefault(reason, "not a plain name"))
+			continue
+		}
+		if vn.Kind != yaml.ScalarNode {
+			d.fail(key, yamlSummary(vn), "must be an integer between 0 and 10000 (basis points)")
+			continue
+		}
+		if bps, ok := d.intIn(key, yamlScalar(vn), 0, 10000); ok {
+			d.agencies[id] = bps
+		}
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// agencyIDProblem applies the producer contract's agency_id rule (SPEC 2).
+func agencyIDProblem(id string) string {
+	switch n := utf8.RuneCountInString(id); {
+	case !utf8.ValidString(id):
+		return "not valid UTF-8"
+	case n == 0:
+		return "empty"
+	case n > 128:
+		return "longer than 128 characters"
+	}
+	for _, r := range id {
+		if !unicode.IsPrint(r) {
+			return fmt.Sprintf("contains character %U", r)
+		}
+	}
+	return ""
+}
+
+// applyEnv sets each REPORTJOB_* variable over the file and defaults. The
+// mapping is built from configKeys, not viper's AutomaticEnv, because "_"
+// is both the separator and part of key names (max_periods_per_run).
+func (d *cfgDecoder) applyEnv(env []string, known map[string]bool) {
+	byEnv := map[string]string{}
+	var names []string
+	for k := range known {
+		byEnv[cfgEnvName(k)] = k
+		names = append(names, cfgEnvName(k))
+	}
+	slices.Sort(names)
+	for _, kv := range env {
+		name, val, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) || name == envConfigPath {
+			continue
+		}
+		path, ok := byEnv[name]
+		switch {
+		case name == cfgEnvName(agenciesKey):
+			d.errs = append(d.errs, &ConfigError{Key: name, Value: val, Source: "environment",
+				Reason: "commission.agencies cannot be set from the environment; set it in the config file"})
+		case !ok:
+			d.errs = append(d.errs, &ConfigError{Key: name, Value: val, Source: "environment",
+				Reason: "unknown variable: no such config key" + cfgSuggest(name, names)})
+		case path == "report.formats":
+			d.v.Set(path, cfgSplitList(val))
+			d.src[path] = name
+		default:
+			d.v.Set(path, val)
+			d.src[path] = name
+		}
+	}
+}
+
+func (d *cfgDecoder) str(key string) string { return d.v.GetString(key) }
+
+func (d *cfgDecoder) intIn(key, s string, lo, hi int) (int, bool) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		d.fail(key, s, "must be an integer")
+		return 0, false
+	}
+	if n < lo || n > hi {
+		if hi == math.MaxInt {
+			d.fail(key, s, fmt.Sprintf("must be at least %d", lo))
+		} else {
+			d.fail(key, s, fmt.Sprintf("must be between %d and %d", lo, hi))
+		}
+		return 0, false
+	}
+	return n, true
+}
+
+func (d *cfgDecoder) int(key string, lo, hi int) int {
+	n, _ := d.intIn(key, d.str(key), lo, hi)
+	return n
+}
+
+func (d *cfgDecoder) bool(key string) bool {
+	switch s := d.str(key); strings.ToLower(s) {
+	case "true":
+		return true
+	case "false":
+		return false
+	default:
+		d.fail(key, s, "must be true or false")
+		return false
+	}
+}
+
+func (d *cfgDecoder) oneOf(key string, allowed ...string) string {
+	s := d.str(key)
+	if !slices.Contains(allowed, s) {
+		d.fail(key, s, "must be one of "+strings.Join(allowed, ", "))
+	}
+	return s
+}
+
+func (d *cfgDecoder) httpURL(key string) string {
+	s := d.str(key)
+	if s == "" {
+		return s
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		d.fail(key, s, `must be "" or an http:// or https:// URL with a host`)
+	}
+	return s
+}
+
+func (d *cfgDecoder) nonEmpty(key string, max int) string {
+	s := d.str(key)
+	switch {
+	case s == "":
+		d.fail(key, s, "must not be empty")
+	case len(s) > max:
+		d.fail(key, s, fmt.Sprintf("longer than %d bytes", max))
+	}
+	return s
+}
