@@ -245,4 +245,3 @@ func trackPeak() func() uint64 {
 	}()
 	return func() uint64 { close(stop); <-done; return peak.Load() }
 }
-
