@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -94,10 +95,13 @@ type seenTx struct {
 
 // periodState is what a Build accumulates while reading.
 type periodState struct {
-	mu        sync.Mutex
-	seen      map[string]seenTx
-	sorted    *sorter
-	rejects   []Reject
+	mu     sync.Mutex
+	seen   map[string]seenTx
+	sorted *sorter
+	// rejects: one log per partition (validation rejects, in the
+	// partition's sort key order), then the conflicting duplicates.
+	rejects   []*rejectLog
+	conflicts *rejectLog
 	itemsRead int64
 }
 
@@ -112,9 +116,10 @@ func (b *Builder) Build(ctx context.Context, p Period) (*Manifest, error) {
 	}
 	defer os.RemoveAll(tmp)
 
-	st := &periodState{seen: make(map[string]seenTx), sorted: newSorter(tmp, b.cfg.RunSize)}
-	defer st.sorted.close()
 	pks := Partitions(p, b.cfg.Shards)
+	st := &periodState{seen: make(map[string]seenTx), sorted: newSorter(tmp, b.cfg.RunSize),
+		rejects: make([]*rejectLog, len(pks)), conflicts: &rejectLog{dir: tmp}}
+	defer st.sorted.close()
 	if err := b.read(ctx, st, pks); err != nil {
 		return nil, err
 	}
@@ -129,20 +134,23 @@ func (b *Builder) Build(ctx context.Context, p Period) (*Manifest, error) {
 		up.wait()
 		return nil, err
 	}
-	if len(st.rejects) > 0 {
-		var buf bytes.Buffer
-		hw := newHashWriter(&buf)
-		if err := writeRejects(hw, st.rejects); err != nil {
-			up.wait()
-			return nil, fmt.Errorf("rejects: %w", err)
-		}
-		up.putBytes(hw.info(periodKey(p, "rejects.jsonl"), int64(len(st.rejects))), "application/x-ndjson", buf.Bytes())
+	if err := st.conflicts.finish(); err != nil {
+		up.wait()
+		return nil, err
+	}
+	rejects, hw, err := joinRejects(filepath.Join(tmp, "rejects.jsonl"), append(st.rejects, st.conflicts))
+	if err != nil {
+		up.wait()
+		return nil, err
+	}
+	if rejects > 0 {
+		up.putFile(hw.info(periodKey(p, "rejects.jsonl"), rejects), "application/x-ndjson", filepath.Join(tmp, "rejects.jsonl"))
 	}
 	files, err := up.wait()
 	if err != nil {
 		return nil, err
 	}
-	m.Rejects = int64(len(st.rejects))
+	m.Rejects = rejects
 	m.Totals = tot.list()
 	m.Files = files
 	m.GeneratedAt = b.cfg.Now().UTC()
@@ -167,7 +175,7 @@ func (b *Builder) read(ctx context.Context, st *periodState, pks []string) error
 	var wg sync.WaitGroup
 	var once sync.Once
 	var firstErr error
-	for _, pk := range pks {
+	for i, pk := range pks {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -179,7 +187,15 @@ func (b *Builder) read(ctx context.Context, st *periodState, pks []string) error
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := b.src.Query(ctx, pk, "", func(page []item.Item) error { return st.addPage(page) }); err != nil {
+			rl := &rejectLog{dir: st.sorted.dir}
+			st.rejects[i] = rl
+			err := b.src.Query(ctx, pk, "", func(page []item.Item) error { return st.addPage(page, rl) })
+			if err == nil {
+				err = rl.finish()
+			} else {
+				rl.finish()
+			}
+			if err != nil {
 				once.Do(func() { firstErr = fmt.Errorf("query partition %s: %w", pk, err); cancel() })
 			}
 		}()
@@ -191,9 +207,10 @@ func (b *Builder) read(ctx context.Context, st *periodState, pks []string) error
 	return ctx.Err()
 }
 
-func (st *periodState) addPage(page []item.Item) error {
+// addPage validates a page of partition items; rl is the partition's
+// reject log, written only by the partition's goroutine.
+func (st *periodState) addPage(page []item.Item, rl *rejectLog) error {
 	txs := make([]item.Transaction, 0, len(page))
-	var rejects []Reject
 	for _, it := range page {
 		tx, err := item.Parse(it)
 		if err != nil {
@@ -201,7 +218,9 @@ func (st *periodState) addPage(page []item.Item) error {
 			if !errors.As(err, &re) {
 				return err
 			}
-			rejects = append(rejects, newReject(it, re.Field, re.Value, re.Reason))
+			if err := rl.add(newReject(it, re.Field, re.Value, re.Reason)); err != nil {
+				return err
+			}
 			continue
 		}
 		txs = append(txs, tx)
@@ -209,7 +228,6 @@ func (st *periodState) addPage(page []item.Item) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.itemsRead += int64(len(page))
-	st.rejects = append(st.rejects, rejects...)
 	for _, tx := range txs {
 		full := tx.Fingerprint()
 		fp := [16]byte(full[:16])
@@ -256,9 +274,8 @@ func (b *Builder) write(ctx context.Context, p Period, st *periodState, tmp stri
 		s := st.seen[tx.ID]
 		switch {
 		case s.conflict:
-			st.rejects = append(st.rejects, newReject(tx.Item(), item.AttrTransactionID, tx.ID,
+			return st.conflicts.add(newReject(tx.Item(), item.AttrTransactionID, tx.ID,
 				fmt.Sprintf("conflicting duplicate: %d items carry this transaction_id with different content", s.n)))
-			return nil
 		case s.emitted:
 			m.DuplicatesDropped++
 			return nil

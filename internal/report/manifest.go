@@ -3,13 +3,11 @@ package report
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"hash"
 	"io"
 	"sort"
 	"time"
 
-	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/money"
 )
 
@@ -102,42 +100,6 @@ func addRow(dst *SummaryRow, r SummaryRow) error {
 			return err
 		}
 		*f.dst = s
-	}
-	return nil
-}
-
-// Reject is one line of rejects.jsonl: an item that cannot be billed, with
-// its keys, the reason, and the item as read.
-type Reject struct {
-	PartitionKey string                    `json:"partition_key"`
-	SortKey      string                    `json:"sort_key"`
-	Field        string                    `json:"field,omitempty"`
-	Value        string                    `json:"value,omitempty"`
-	Reason       string                    `json:"reason"`
-	Item         map[string]map[string]any `json:"item"`
-}
-
-func newReject(it item.Item, field, value, reason string) Reject {
-	attrs := make(map[string]map[string]any, len(it.Attrs))
-	for name, v := range it.Attrs {
-		attrs[name] = map[string]any{v.Type.String(): v.Text}
-	}
-	return Reject{PartitionKey: it.PK, SortKey: it.SK, Field: field, Value: value, Reason: reason, Item: attrs}
-}
-
-func writeRejects(w io.Writer, rs []Reject) error {
-	sort.Slice(rs, func(i, j int) bool {
-		if rs[i].PartitionKey != rs[j].PartitionKey {
-			return rs[i].PartitionKey < rs[j].PartitionKey
-		}
-		return rs[i].SortKey < rs[j].SortKey
-	})
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for i := range rs {
-		if err := enc.Encode(&rs[i]); err != nil {
-			return err
-		}
 	}
 	return nil
 }
