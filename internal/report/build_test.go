@@ -72,7 +72,7 @@ func (s genSource) Query(ctx context.Context, pk, after string, fn func([]item.I
 		}
 		page = append(page, item.Item{PK: pk, SK: keys.SortKey(at, keys.DerivedSuffix(id)), Attrs: attrs})
 		if i%50 == 0 {
-			page = append(page, item.Item{PK: pk, SK: keys.SortKey(at.Add(time.Second), keys.RandomSuffix()), Attrs: attrs})
+			page = append(page, item.Item{PK: pk, SK: keys.SortKey(at.Add(time.Second), keys.DerivedSuffix(id+"/retry")), Attrs: attrs})
 		}
 		if len(page) >= 450 {
 			if err := fn(page); err != nil {
