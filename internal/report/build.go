@@ -152,7 +152,7 @@ func (b *Builder) Build(ctx context.Context, p Period) (*Manifest, error) {
 	}
 	m.Rejects = rejects
 	m.Totals = tot.list()
-	m.Files = files
+	m.Files = append([]FileInfo{}, files...) // [] rather than null for an empty period
 	m.GeneratedAt = b.cfg.Now().UTC()
 
 	body, err := json.MarshalIndent(m, "", "  ")

@@ -48,6 +48,16 @@ func after(from time.Time, d time.Duration) Period {
 	return Period{Start: from.UTC(), End: p.End}
 }
 
+// FormatDuration writes d as people write periods: 1h, 15m, 2m30s
+// (time.Duration.String gives 1h0m0s).
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "h0m0s") {
+		return strings.TrimSuffix(s, "0m0s")
+	}
+	return strings.TrimSuffix(s, "0s")
+}
+
 // Name is the period's folder name: its start as YYYYMMDDTHHMMZ.
 func (p Period) Name() string { return p.Start.UTC().Format("20060102T1504Z") }
 
@@ -94,10 +104,10 @@ func Due(checkpoint, start, now time.Time, d, lateness time.Duration, max int) (
 // d, oldest first.
 func Range(from, to time.Time, d time.Duration) ([]Period, error) {
 	if !Aligned(from, d) {
-		return nil, fmt.Errorf("--from %s is not a period boundary (period %s, aligned to UTC midnight)", from.UTC().Format(time.RFC3339), d)
+		return nil, fmt.Errorf("--from %s is not a period boundary (period %s, aligned to UTC midnight)", from.UTC().Format(time.RFC3339), FormatDuration(d))
 	}
 	if !Aligned(to, d) {
-		return nil, fmt.Errorf("--to %s is not a period boundary (period %s, aligned to UTC midnight)", to.UTC().Format(time.RFC3339), d)
+		return nil, fmt.Errorf("--to %s is not a period boundary (period %s, aligned to UTC midnight)", to.UTC().Format(time.RFC3339), FormatDuration(d))
 	}
 	if !to.After(from) {
 		return nil, fmt.Errorf("--to %s must be after --from %s", to.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339))
