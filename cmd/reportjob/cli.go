@@ -63,6 +63,8 @@ type cli struct {
 	log    *slog.Logger // base with the job and run id
 	base   *slog.Logger
 	runID  string
+	// printed is set once the command has printed its JSON summary line.
+	printed bool
 }
 
 type command struct {
@@ -73,11 +75,11 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"run", "[--backfill --from T --to T] [--dry-run] [--now T]", "process due periods once and exit", cmdRun},
-		{"schedule", "", "run on schedule.cron until SIGTERM/SIGINT", cmdSchedule},
+		{"schedule", "[--grace D]", "run on schedule.cron until SIGTERM/SIGINT", cmdSchedule},
 		{"ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late]", "write transactions", cmdIngest},
 		{"status", "[--json] [--now T]", "checkpoint, how far behind, lease holder, next due period", cmdStatus},
 		{"init", "", "create the tables (or the embedded file) and the bucket (or folder)", cmdInit},
-		{"demo", "[--dir DIR] [--transactions N] [--seed S]", "generate a day of transactions, run, print a summary", cmdDemo},
+		{"demo", "[--dir DIR] [--transactions N] [--agencies K] [--seed S] [--top N]", "generate a day of transactions, run, print a summary", cmdDemo},
 		{"version", "", "print the version", cmdVersion},
 	}
 }
@@ -135,6 +137,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	cfg, err := loadConfig(path, explicit, env)
 	if err != nil {
 		fmt.Fprintf(stderr, "reportjob: %v\n", err)
+		printFailure(stdout, name, "", "", err)
 		return exitCode(err)
 	}
 	c := &cli{cfg: cfg, env: env, stdout: stdout, stderr: stderr, runID: newRunID()}
@@ -147,7 +150,21 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
+	if err != nil && !c.printed {
+		printFailure(stdout, name, cfg.JobName, c.runID, err)
+	}
 	return exitCode(err)
+}
+
+// printFailure prints the summary line of a command that failed before it
+// could print its own (bad flags or config, a store that cannot be opened).
+func printFailure(w io.Writer, command, job, runID string, err error) {
+	status := map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held"}[exitCode(err)]
+	if status == "" {
+		status = "failed"
+	}
+	b, _ := json.Marshal(map[string]string{"command": command, "job": job, "run_id": runID, "status": status, "error": err.Error()})
+	fmt.Fprintf(w, "%s\n", b)
 }
 
 func newLogger(cfg *Config, w io.Writer) *slog.Logger {
@@ -220,6 +237,7 @@ func (f *timeFlag) Set(s string) error {
 
 // printJSON writes v as one line on stdout: every command ends with one.
 func (c *cli) printJSON(v any) {
+	c.printed = true
 	b, err := json.Marshal(v)
 	if err != nil {
 		b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))

@@ -22,7 +22,7 @@ import (
 const demoMarker = ".reportjob-demo"
 
 func cmdDemo(ctx context.Context, c *cli, args []string) error {
-	fset := newFlags(c, "demo", "[--dir DIR] [--transactions N] [--agencies K] [--seed S]")
+	fset := newFlags(c, "demo", "[--dir DIR] [--transactions N] [--agencies K] [--seed S] [--top N]")
 	dir := fset.String("dir", "demo", "folder for the demo's store and reports (recreated on each demo)")
 	n := fset.Int("transactions", 20000, "transactions to generate over the day")
 	agencies := fset.Int("agencies", ingest.DefaultAgencies, "number of agencies")
@@ -87,7 +87,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	}
 	abs, _ := filepath.Abs(cfg.Sink.Dir)
 	fmt.Fprintf(c.stdout, "\n%d transactions on %s, %d periods of %s, %d files in %s\n",
-		stats.Written, day.Format(time.DateOnly), len(res.Periods), cfg.Report.Period, files, abs)
+		stats.Written, day.Format(time.DateOnly), len(res.Periods), report.FormatDuration(cfg.Report.Period), files, abs)
 	if len(res.Periods) > 0 {
 		fmt.Fprintf(c.stdout, "first period: %s\n", sk.url("period="+res.Periods[0].PeriodStart.Format("20060102T1504Z")+"/manifest.json"))
 	}

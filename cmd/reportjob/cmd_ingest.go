@@ -65,13 +65,14 @@ func cmdIngest(ctx context.Context, c *cli, args []string) error {
 	var stats ingest.Stats
 	if *generate > 0 {
 		g := ingest.GenerateOptions{N: *generate, Agencies: *agencies, Seed: *seed, From: from.t, To: to.t, Shards: c.cfg.Keys.Shards}
+		now := clock()
 		if g.To.IsZero() {
-			g.To = clock()
+			g.To = now
 		}
 		if g.From.IsZero() {
 			g.From = g.To.Add(-c.cfg.Report.Lateness)
 		}
-		if !*allowLate && g.From.Before(clock().Add(-c.cfg.Report.Lateness)) {
+		if !*allowLate && g.From.Before(now.Add(-c.cfg.Report.Lateness)) {
 			err = usagef("ingest --generate: --from %s is older than report.lateness (%s): such records may land in periods already reported; add --allow-late and backfill those periods",
 				g.From.Format(time.RFC3339), c.cfg.Report.Lateness)
 		} else {

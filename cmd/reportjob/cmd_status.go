@@ -11,7 +11,7 @@ import (
 
 type statusLease struct {
 	Owner   string `json:"owner"`
-	Expires string `json:"expires"`
+	Expires string `json:"expires,omitempty"` // empty once released
 	Held    bool   `json:"held"`
 }
 
@@ -52,7 +52,10 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 	cfg := c.cfg.Report
 	r := statusReport{Command: "status", Job: c.cfg.JobName, Now: now.t.Format(time.RFC3339)}
 	if l := state.Lease; l.Owner != "" {
-		r.Lease = &statusLease{Owner: l.Owner, Expires: l.Expires.UTC().Format(time.RFC3339), Held: l.Held(now.t)}
+		r.Lease = &statusLease{Owner: l.Owner, Held: l.Held(now.t)}
+		if !l.Expires.IsZero() {
+			r.Lease.Expires = l.Expires.UTC().Format(time.RFC3339)
+		}
 	}
 	from := state.Checkpoint
 	if !from.IsZero() {
@@ -103,6 +106,8 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(w, "lease:        never taken\n")
 	case r.Lease.Held:
 		fmt.Fprintf(w, "lease:        held by %s until %s\n", r.Lease.Owner, r.Lease.Expires)
+	case state.Lease.Expires.IsZero():
+		fmt.Fprintf(w, "lease:        free (released by %s)\n", r.Lease.Owner)
 	default:
 		fmt.Fprintf(w, "lease:        free (last holder %s, expired %s)\n", r.Lease.Owner, r.Lease.Expires)
 	}

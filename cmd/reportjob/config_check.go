@@ -95,7 +95,7 @@ func (d *cfgDecoder) decodeReport(c *Config) {
 	r := &c.Report
 	names := make([]string, len(report.Periods))
 	for i, p := range report.Periods {
-		names[i] = cfgDuration(p)
+		names[i] = report.FormatDuration(p)
 	}
 	// A period is a duration: "60m" is 1h and "1440m" is 24h.
 	s := d.str("report.period")
@@ -120,7 +120,7 @@ func (d *cfgDecoder) decodeReport(c *Config) {
 			d.fail("report.start", s, "must be RFC 3339 (2024-01-01T00:00:00Z) or YYYY-MM-DD (UTC)")
 		case r.Period != 0 && !report.Aligned(t, r.Period):
 			d.fail("report.start", s, fmt.Sprintf("must be a %s period boundary (UTC midnight + k*%s), such as %s",
-				cfgDuration(r.Period), cfgDuration(r.Period), report.PeriodAt(t, r.Period).Start.Format(time.RFC3339)))
+				report.FormatDuration(r.Period), report.FormatDuration(r.Period), report.PeriodAt(t, r.Period).Start.Format(time.RFC3339)))
 		default:
 			r.Start = t
 		}
@@ -210,15 +210,6 @@ func parseInstant(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("time %q: want RFC 3339 or YYYY-MM-DD", s)
 	}
 	return t.UTC(), nil
-}
-
-// shortDuration formats 1h0m0s as 1h and 15m0s as 15m.
-func cfgDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "h0m0s") {
-		return strings.TrimSuffix(s, "0m0s")
-	}
-	return strings.TrimSuffix(s, "0s")
 }
 
 // suggest returns "; did you mean X?" for the candidate closest to s
