@@ -185,6 +185,10 @@ func progressBar(c *cli) func(i, n int, p report.Period) {
 	}
 }
 
+// pushTimeout bounds the metrics push at the end of a run: a slow
+// Pushgateway must not hold up the job or its shutdown.
+const pushTimeout = 5 * time.Second
+
 func (c *cli) pushMetrics(ctx context.Context, sum runSummary, res report.Result, started time.Time, ok bool, opts report.RunOptions) {
 	url := c.cfg.Metrics.PushgatewayURL
 	// Metrics describe the scheduled job: a dry run or a backfill by hand
@@ -206,7 +210,7 @@ func (c *cli) pushMetrics(ctx context.Context, sum runSummary, res report.Result
 		}
 		r.LagSeconds = now.Sub(res.Checkpoint).Seconds()
 	}
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
 	defer cancel()
 	if err := metrics.Push(pctx, url, r, nil); err != nil {
 		c.log.Warn("push metrics", "err", err)

@@ -12,8 +12,10 @@ import (
 )
 
 // defaultGrace is how long `schedule` lets a run in progress finish its
-// current period after SIGTERM/SIGINT before it abandons it.
-const defaultGrace = 25 * time.Second
+// current period after SIGTERM/SIGINT before it abandons it. With the
+// metrics push after it (at most pushTimeout) it stays inside Kubernetes'
+// default 30 s terminationGracePeriodSeconds.
+const defaultGrace = 20 * time.Second
 
 func cmdSchedule(ctx context.Context, c *cli, args []string) error {
 	fs := newFlags(c, "schedule", "[--grace D]")
@@ -44,6 +46,11 @@ func (c *cli) schedule(ctx context.Context, grace time.Duration) error {
 	defer abandon()
 	stop := make(chan struct{})
 	if _, err := cr.AddFunc(cfg.Schedule.Cron, func() {
+		select {
+		case <-stop:
+			return // a tick that fired as the signal came: no new run
+		default:
+		}
 		rc := *c
 		rc.runID = newRunID()
 		rc.log = c.base.With(report.LogJob, cfg.JobName, report.LogRunID, rc.runID)

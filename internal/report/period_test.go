@@ -159,7 +159,7 @@ func TestRange(t *testing.T) {
 		{name: "to off a boundary", from: "2024-03-01T01:00:00Z", to: "2024-03-01T04:00:01Z", period: time.Hour,
 			wantErr: "--to 2024-03-01T04:00:01Z is not a period boundary"},
 		{name: "8h periods start at midnight", from: "2024-03-01T04:00:00Z", to: "2024-03-01T16:00:00Z", period: 8 * time.Hour,
-			wantErr: "--from 2024-03-01T04:00:00Z is not a period boundary (period 8h0m0s"},
+			wantErr: "--from 2024-03-01T04:00:00Z is not a period boundary (period 8h, aligned to UTC midnight)"},
 		{name: "empty range", from: "2024-03-01T04:00:00Z", to: "2024-03-01T04:00:00Z", period: time.Hour,
 			wantErr: "must be after --from"},
 		{name: "reversed", from: "2024-03-01T05:00:00Z", to: "2024-03-01T04:00:00Z", period: time.Hour,
