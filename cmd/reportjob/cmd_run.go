@@ -114,7 +114,6 @@ func (c *cli) runOnce(ctx context.Context, opts report.RunOptions) (runSummary, 
 }
 
 func (c *cli) runJob(ctx context.Context, opts report.RunOptions) (report.Result, error) {
-	cfg := c.cfg
 	st, err := openStore(ctx, c)
 	if err != nil {
 		return report.Result{}, err
@@ -141,7 +140,7 @@ func (c *cli) runJob(ctx context.Context, opts report.RunOptions) (report.Result
 			for _, f := range m.Files {
 				fmt.Fprintf(c.stdout, "would write %s (%d bytes, %d rows)\n", sk.url(f.Key), f.Bytes, f.Rows)
 			}
-			fmt.Fprintf(c.stdout, "would write %s\n", sk.url("period="+report.PeriodAt(m.PeriodStart, cfg.Report.Period).Name()+"/manifest.json"))
+			fmt.Fprintf(c.stdout, "would write %s\n", sk.url("period="+report.Period{Start: m.PeriodStart}.Name()+"/manifest.json"))
 		}
 	}
 	return res, err

@@ -20,6 +20,7 @@ import (
 	"github.com/reportjob/reportjob/internal/duckdb"
 	"github.com/reportjob/reportjob/internal/dynamodb"
 	"github.com/reportjob/reportjob/internal/item"
+	"github.com/reportjob/reportjob/internal/keys"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/testenv"
 )
@@ -262,7 +263,7 @@ func checkKeys(t *testing.T, h *harness, objs map[string]string) {
 		"period=20240301T0000Z/agency=a%2Fb/summary.csv",
 		"period=20240301T0000Z/agency=%25/transactions.parquet",
 		"period=20240301T0000Z/agency=Agence%20%C3%89toile/summary.parquet",
-		"period=20240301T0000Z/agency=" + report.EscapeAgency(longID) + "/summary.parquet",
+		"period=20240301T0000Z/agency=" + keys.EscapeAgency(longID) + "/summary.parquet",
 		"period=20240301T0000Z/rejects.jsonl",
 		"period=20240301T0200Z/manifest.json",
 	} {
@@ -287,7 +288,7 @@ func checkKeys(t *testing.T, h *harness, objs map[string]string) {
 		}
 	}
 	// CSV neutralises the formula-like agency id.
-	csv := string(h.read(h.sink(), "period=20240301T0000Z/agency="+report.EscapeAgency("=cmd|' /C calc'!A0")+"/summary.csv"))
+	csv := string(h.read(h.sink(), "period=20240301T0000Z/agency="+keys.EscapeAgency("=cmd|' /C calc'!A0")+"/summary.csv"))
 	if !strings.Contains(csv, "'=cmd") {
 		t.Errorf("formula agency id not neutralised in CSV:\n%s", csv)
 	}

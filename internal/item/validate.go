@@ -113,6 +113,13 @@ func Parse(it Item) (Transaction, error) {
 	check(AttrTransactionID, t.ID, err == nil, textRule(1, maxTransactionID, unicode.IsControl))
 	t.AgencyID, _ = get(AttrAgencyID, String, true)
 	check(AttrAgencyID, t.AgencyID, err == nil, textRule(1, maxAgencyID, notPrintable))
+	check(AttrAgencyID, t.AgencyID, err == nil, func(s string) string {
+		if n := len(keys.EscapeAgency(s)); n > keys.MaxEscapedAgency {
+			return fmt.Sprintf("escaped for the report's object key it is %d bytes, over %d: no file or S3 key can hold it",
+				n, keys.MaxEscapedAgency)
+		}
+		return ""
+	})
 
 	code, ok := get(AttrCurrency, String, true)
 	check(AttrCurrency, code, ok, func(s string) string {
@@ -131,6 +138,9 @@ func Parse(it Item) (Transaction, error) {
 		}
 		if v <= 0 {
 			return "must be > 0"
+		}
+		if _, serr := t.Currency.Scale4(v); serr != nil {
+			return "too large for the reports' DECIMAL(18,4) (at most 99999999999999.9999)"
 		}
 		t.Amount = v
 		return ""

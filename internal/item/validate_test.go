@@ -61,11 +61,18 @@ func TestParseValid(t *testing.T) {
 			a[AttrAmount] = N("1500")
 		}, "", Transaction{ID: "txn-1", AgencyID: "agency-1", Kind: Purchase, Currency: money.Currency{Code: "JPY", Digits: 0},
 			Amount: 1500, BPS: 10000, HasBPS: true, RecordedAt: skTime}},
-		{"unicode agency with spaces, 128 runes", func(a map[string]Value) {
-			a[AttrAgencyID] = S(" Agência " + strings.Repeat("日", 119))
+		{"unicode agency with spaces, longest escaped key", func(a map[string]Value) {
+			// " Agência " escapes to 20 bytes, each 日 to 9: 20+9*24 = 236 <= 240.
+			a[AttrAgencyID] = S(" Agência " + strings.Repeat("日", 24))
 			a[AttrTransactionID] = S(strings.Repeat("é", 256))
-		}, "", Transaction{ID: strings.Repeat("é", 256), AgencyID: " Agência " + strings.Repeat("日", 119), Kind: Purchase,
+		}, "", Transaction{ID: strings.Repeat("é", 256), AgencyID: " Agência " + strings.Repeat("日", 24), Kind: Purchase,
 			Currency: usd, Amount: 1999, RecordedAt: skTime}},
+		{"ASCII agency of 128 characters", func(a map[string]Value) {
+			a[AttrAgencyID] = S(strings.Repeat("a", 128))
+		}, "", Transaction{ID: "txn-1", AgencyID: strings.Repeat("a", 128), Kind: Purchase,
+			Currency: usd, Amount: 1999, RecordedAt: skTime}},
+		{"largest amount", func(a map[string]Value) { a[AttrAmount] = N("99999999999999.99") }, "",
+			Transaction{ID: "txn-1", AgencyID: "agency-1", Kind: Purchase, Currency: usd, Amount: 9999999999999999, RecordedAt: skTime}},
 		{"recorded_at wins over a bad sort key", func(a map[string]Value) {
 			a[AttrRecordedAt] = S("2020-01-02T03:04:05Z")
 		}, "not a sort key", Transaction{ID: "txn-1", AgencyID: "agency-1", Kind: Purchase, Currency: usd, Amount: 1999,
@@ -119,6 +126,8 @@ func TestParseRejects(t *testing.T) {
 		{"agency_id no-break space", func(a map[string]Value) { a[AttrAgencyID] = S("a\u00a0b") }, "", AttrAgencyID, "U+00A0", ""},
 		{"agency_id DEL", func(a map[string]Value) { a[AttrAgencyID] = S("a\x7fb") }, "", AttrAgencyID, "U+007F", ""},
 		{"agency_id bad UTF-8", func(a map[string]Value) { a[AttrAgencyID] = S("\xc3") }, "", AttrAgencyID, "not valid UTF-8", ""},
+		{"agency_id escaped too long", func(a map[string]Value) { a[AttrAgencyID] = S(strings.Repeat("日", 27)) }, "", AttrAgencyID, "escaped for the report's object key it is 243 bytes, over 240", ""},
+		{"agency_id 128 punctuation", func(a map[string]Value) { a[AttrAgencyID] = S(strings.Repeat("!", 128)) }, "", AttrAgencyID, "384 bytes", ""},
 
 		{"missing currency", func(a map[string]Value) { delete(a, AttrCurrency) }, "", AttrCurrency, "missing", ""},
 		{"currency N", func(a map[string]Value) { a[AttrCurrency] = N("840") }, "", AttrCurrency, "want type S, got N", ""},
@@ -132,6 +141,7 @@ func TestParseRejects(t *testing.T) {
 		{"amount JPY fraction", func(a map[string]Value) { a[AttrCurrency] = S("JPY"); a[AttrAmount] = N("1.5") }, "", AttrAmount, "more fraction digits than JPY has (0)", ""},
 		{"amount zero", func(a map[string]Value) { a[AttrAmount] = N("0") }, "", AttrAmount, "must be > 0", `amount "0": must be > 0`},
 		{"amount negative", func(a map[string]Value) { a[AttrAmount] = N("-1") }, "", AttrAmount, "must be > 0", ""},
+		{"amount too large for DECIMAL(18,4)", func(a map[string]Value) { a[AttrAmount] = N("100000000000000") }, "", AttrAmount, "too large for the reports' DECIMAL(18,4)", ""},
 		{"amount malformed", func(a map[string]Value) { a[AttrAmount] = N("1,99") }, "", AttrAmount, "not a decimal number", ""},
 		{"amount overflow", func(a map[string]Value) { a[AttrAmount] = N("1e20") }, "", AttrAmount, "out of range", ""},
 

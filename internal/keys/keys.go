@@ -37,6 +37,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -190,3 +191,28 @@ func allDigits(s string) bool {
 	}
 	return true
 }
+
+// MaxEscapedAgency is the longest escaped agency id (EscapeAgency) that
+// can be delivered: "agency=" plus it must fit a 255-byte file name, and
+// the whole object key S3's 1,024 bytes. An id of 128 ASCII letters fits;
+// one of 128 CJK characters (9 escaped bytes each) does not.
+const MaxEscapedAgency = 240
+
+// EscapeAgency writes every byte of id outside [A-Za-z0-9._-] as %XX
+// (uppercase hex), so that an agency id is one safe object key segment:
+// agency=A in PREFIX/period=P/agency=A/summary.parquet.
+func EscapeAgency(id string) string {
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-' {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	return b.String()
+}
+
+// UnescapeAgency reverses EscapeAgency.
+func UnescapeAgency(s string) (string, error) { return url.PathUnescape(s) }

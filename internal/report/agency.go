@@ -189,6 +189,13 @@ func (u *uploader) start(info FileInfo, contentType string, open func() (io.Read
 	}()
 }
 
+// failed returns the first upload error, if any.
+func (u *uploader) failed() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.err
+}
+
 func (u *uploader) fail(err error) {
 	u.mu.Lock()
 	if u.err == nil {

@@ -271,6 +271,9 @@ func (b *Builder) write(ctx context.Context, p Period, st *periodState, tmp stri
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if err := up.failed(); err != nil {
+			return err // stop encoding: the period cannot be delivered
+		}
 		s := st.seen[tx.ID]
 		switch {
 		case s.conflict:

@@ -194,11 +194,11 @@ func TestEscapeAgency(t *testing.T) {
 		"acme-1.B_c": "acme-1.B_c", "../x": "..%2Fx", "a/b": "a%2Fb", "%": "%25", "é": "%C3%A9",
 		"a b": "a%20b", "..": "..", "=x": "%3Dx",
 	} {
-		got := report.EscapeAgency(in)
+		got := keys.EscapeAgency(in)
 		if got != want {
 			t.Errorf("EscapeAgency(%q) = %q, want %q", in, got, want)
 		}
-		if back, err := report.UnescapeAgency(got); err != nil || back != in {
+		if back, err := keys.UnescapeAgency(got); err != nil || back != in {
 			t.Errorf("UnescapeAgency(%q) = %q, %v", got, back, err)
 		}
 	}

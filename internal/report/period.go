@@ -3,9 +3,10 @@ package report
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
+
+	"github.com/reportjob/reportjob/internal/keys"
 )
 
 // Periods is every allowed report period: each divides a UTC day evenly.
@@ -119,26 +120,8 @@ func Range(from, to time.Time, d time.Duration) ([]Period, error) {
 	return ps, nil
 }
 
-// EscapeAgency writes every byte of id outside [A-Za-z0-9._-] as %XX
-// (uppercase hex), so that an agency id is one safe key segment.
-func EscapeAgency(id string) string {
-	var b strings.Builder
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-' {
-			b.WriteByte(c)
-			continue
-		}
-		fmt.Fprintf(&b, "%%%02X", c)
-	}
-	return b.String()
-}
-
-// UnescapeAgency reverses EscapeAgency.
-func UnescapeAgency(s string) (string, error) { return url.PathUnescape(s) }
-
 // Keys of a period's objects, relative to the sink.
 func periodKey(p Period, name string) string { return "period=" + p.Name() + "/" + name }
 func agencyKey(p Period, agency, name string) string {
-	return "period=" + p.Name() + "/agency=" + EscapeAgency(agency) + "/" + name
+	return "period=" + p.Name() + "/agency=" + keys.EscapeAgency(agency) + "/" + name
 }

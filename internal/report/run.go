@@ -65,20 +65,30 @@ type Result struct {
 	Lease            checkpoint.Lease
 }
 
+// now reads the lease clock; Job's zero values mean time.Now and 2m, and
+// Run never writes to j, so one Job may run from several goroutines.
+func (j *Job) now() time.Time {
+	if j.Clock == nil {
+		return time.Now()
+	}
+	return j.Clock()
+}
+
+func (j *Job) ttl() time.Duration {
+	if j.LeaseTTL <= 0 {
+		return 2 * time.Minute
+	}
+	return j.LeaseTTL
+}
+
 // ErrBadRange is wrapped by errors about --from/--to.
 var ErrBadRange = errors.New("bad backfill range")
 
 // Run runs once. It returns a *checkpoint.HeldError (errors.Is
 // checkpoint.ErrLeaseHeld) when another run holds the lease.
 func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) {
-	if j.Clock == nil {
-		j.Clock = time.Now
-	}
-	if j.LeaseTTL <= 0 {
-		j.LeaseTTL = 2 * time.Minute
-	}
 	if opts.Now.IsZero() {
-		opts.Now = j.Clock()
+		opts.Now = j.now()
 	}
 	var periods []Period
 	if opts.Backfill {
@@ -88,7 +98,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 	}
 
 	if !opts.DryRun {
-		lease, err := j.Checkpoints.Acquire(ctx, j.Name, j.Owner, j.Clock(), j.LeaseTTL)
+		lease, err := j.Checkpoints.Acquire(ctx, j.Name, j.Owner, j.now(), j.ttl())
 		if err != nil {
 			return res, fmt.Errorf("acquire lease: %w", err)
 		}
@@ -156,7 +166,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 		}
 		// res.Lease is the acquired lease: renewals change only its
 		// Expires, and the store checks its owner and token.
-		if err := j.Checkpoints.Commit(ctx, j.Name, res.Lease, j.Clock(), res.Checkpoint, p.End); err != nil {
+		if err := j.Checkpoints.Commit(ctx, j.Name, res.Lease, j.now(), res.Checkpoint, p.End); err != nil {
 			res.PeriodsRemaining += len(periods) - i
 			return res, fmt.Errorf("commit checkpoint %s: %w", p.End.UTC().Format(time.RFC3339), err)
 		}
@@ -187,7 +197,7 @@ func (j *Job) keepLease(ctx context.Context, cancel context.CancelCauseFunc, lea
 	l := lease
 	go func() {
 		defer func() { done <- l }()
-		t := time.NewTicker(j.LeaseTTL / 3)
+		t := time.NewTicker(j.ttl() / 3)
 		defer t.Stop()
 		for {
 			select {
@@ -195,7 +205,7 @@ func (j *Job) keepLease(ctx context.Context, cancel context.CancelCauseFunc, lea
 				return
 			case <-t.C:
 			}
-			nl, err := j.Checkpoints.Renew(ctx, j.Name, l, j.Clock(), j.LeaseTTL)
+			nl, err := j.Checkpoints.Renew(ctx, j.Name, l, j.now(), j.ttl())
 			if ctx.Err() != nil {
 				return
 			}

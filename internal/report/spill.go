@@ -195,7 +195,9 @@ func encodeTx(dst []byte, t *item.Transaction) []byte {
 		hasBPS = 1
 	}
 	dst = append(dst, hasBPS)
-	dst = binary.AppendVarint(dst, t.RecordedAt.UnixNano())
+	// Seconds and nanoseconds apart: UnixNano only covers 1678..2262.
+	dst = binary.AppendVarint(dst, t.RecordedAt.Unix())
+	dst = binary.AppendVarint(dst, int64(t.RecordedAt.Nanosecond()))
 	binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst
 }
@@ -222,7 +224,8 @@ func decodeTx(r *bufio.Reader, t *item.Transaction) error {
 		BPS:      int32(d.varint()),
 	}
 	t.HasBPS = d.byte() == 1
-	t.RecordedAt = time.Unix(0, d.varint()).UTC()
+	sec := d.varint()
+	t.RecordedAt = time.Unix(sec, d.varint()).UTC()
 	return d.err
 }
 
