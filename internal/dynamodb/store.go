@@ -31,6 +31,8 @@ import (
 	"regexp"
 	"time"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -191,6 +193,9 @@ type ClientConfig struct {
 // about a minute before the error becomes final.
 const clientMaxAttempts = 8
 
+// requestTimeout bounds one HTTP request (a Query page is at most 1 MB).
+const requestTimeout = time.Minute
+
 // NewClient returns a DynamoDB client. Credentials come from the SDK's
 // default chain. Requests use the SDK's standard retryer with
 // clientMaxAttempts attempts and no client-side retry quota (a batch job
@@ -209,6 +214,9 @@ func NewClient(ctx context.Context, c ClientConfig) (*dynamodb.Client, error) {
 		}
 	}
 	opts := []func(*config.LoadOptions) error{
+		// A request that hangs (a server that accepts and never answers)
+		// would keep a run alive, and renewing its lease, forever.
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(requestTimeout)),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = clientMaxAttempts

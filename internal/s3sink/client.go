@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -36,9 +38,16 @@ type ClientConfig struct {
 	AccessKeyID, SecretAccessKey string
 }
 
+// requestTimeout bounds one HTTP request to S3.
+const requestTimeout = 5 * time.Minute
+
 // NewClient returns an S3 client for c.
 func NewClient(ctx context.Context, c ClientConfig) (*s3.Client, error) {
-	var opts []func(*config.LoadOptions) error
+	// A request that hangs would keep a run alive, and renewing its lease,
+	// forever: bound each one (a part is at most a few MiB).
+	opts := []func(*config.LoadOptions) error{
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(requestTimeout)),
+	}
 	if c.Region != "" {
 		opts = append(opts, config.WithRegion(c.Region))
 	}
