@@ -189,21 +189,6 @@ func TestPartitions(t *testing.T) {
 	}
 }
 
-func TestEscapeAgency(t *testing.T) {
-	for in, want := range map[string]string{
-		"acme-1.B_c": "acme-1.B_c", "../x": "..%2Fx", "a/b": "a%2Fb", "%": "%25", "é": "%C3%A9",
-		"a b": "a%20b", "..": "..", "=x": "%3Dx",
-	} {
-		got := keys.EscapeAgency(in)
-		if got != want {
-			t.Errorf("EscapeAgency(%q) = %q, want %q", in, got, want)
-		}
-		if back, err := keys.UnescapeAgency(got); err != nil || back != in {
-			t.Errorf("UnescapeAgency(%q) = %q, %v", got, back, err)
-		}
-	}
-}
-
 // BenchmarkBuildPeriod builds one hourly period into a Discard sink and
 // reports transactions/s and the peak heap, in memory and with spilling.
 // Run: go test -run '^$' -bench BuildPeriod -benchtime 1x ./internal/report/
