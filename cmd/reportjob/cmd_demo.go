@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/reportjob/reportjob/internal/ingest"
+	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/money"
 	"github.com/reportjob/reportjob/internal/report"
 )
@@ -62,7 +63,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer st.close()
-	sk, err := openSink(ctx, &dc)
+	b, err := openBucket(ctx, &dc)
 	if err != nil {
 		return err
 	}
@@ -75,23 +76,23 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	ingested := time.Since(started)
 
 	var rows []report.SummaryRow
-	job := dc.newJob(st, sk, func(r report.SummaryRow) { rows = append(rows, r) })
-	res, err := job.Run(ctx, report.RunOptions{Now: day.Add(24*time.Hour + cfg.Report.Lateness)})
+	j := dc.newJob(st, b, func(r report.SummaryRow) { rows = append(rows, r) })
+	res, err := j.Run(ctx, job.RunOptions{Now: day.Add(24*time.Hour + cfg.Report.Lateness)})
 	if err != nil {
 		return err
 	}
-	printDemo(&dc, rows, *top)
+	printDemo(&dc, rows, *top, *agencies)
 	var files int
-	for _, m := range res.Periods {
-		files += len(m.Files) + 1
+	for _, pr := range res.Periods {
+		files += len(pr.Manifest.Files) + 1
 	}
 	abs, _ := filepath.Abs(cfg.Sink.Dir)
 	fmt.Fprintf(c.stdout, "\n%d transactions on %s, %d periods of %s, %d files in %s\n",
 		stats.Written, day.Format(time.DateOnly), len(res.Periods), report.FormatDuration(cfg.Report.Period), files, abs)
 	if len(res.Periods) > 0 {
-		fmt.Fprintf(c.stdout, "first period: %s\n", sk.url("period="+res.Periods[0].PeriodStart.Format("20060102T1504Z")+"/manifest.json"))
+		fmt.Fprintf(c.stdout, "first manifest: %s\n", b.path(report.ManifestKey(res.Periods[0].Period)))
 	}
-	fmt.Fprintf(c.stdout, "try: duckdb -c \"SELECT currency, sum(commission_amount) FROM read_parquet('%s/period=*/agency=*/summary.parquet') GROUP BY 1\"\n", abs)
+	fmt.Fprintf(c.stdout, "query it: scripts/query.sh \"SELECT currency, sum(commission_amount) FROM read_parquet('%s/summary/*/*.parquet') GROUP BY 1 ORDER BY 1\"\n", abs)
 	c.printJSON(map[string]any{
 		"command": "demo", "status": "ok", "dir": *dir, "day": day.Format(time.DateOnly),
 		"transactions": stats.Written, "periods": len(res.Periods), "files": files,
@@ -124,7 +125,7 @@ func resetDemoDir(dir string) error {
 
 // printDemo prints the day per agency and currency, busiest agencies
 // first, then the totals per currency.
-func printDemo(c *cli, rows []report.SummaryRow, top int) {
+func printDemo(c *cli, rows []report.SummaryRow, top, generated int) {
 	type key struct{ agency, cur string }
 	per := map[key]*report.SummaryRow{}
 	curs := map[string]*report.SummaryRow{}
@@ -135,10 +136,11 @@ func printDemo(c *cli, rows []report.SummaryRow, top int) {
 		} {
 			acc.PurchaseCount += r.PurchaseCount
 			acc.RefundCount += r.RefundCount
-			acc.Gross += r.Gross
-			acc.Refunds += r.Refunds
-			acc.Net += r.Net
-			acc.Commission += r.Commission
+			// A demo day is far from 128 bits.
+			acc.Gross, _ = acc.Gross.Add(r.Gross)
+			acc.Refunds, _ = acc.Refunds.Add(r.Refunds)
+			acc.Net, _ = acc.Net.Add(r.Net)
+			acc.Commission, _ = acc.Commission.Add(r.Commission)
 		}
 		volume[r.AgencyID] += r.PurchaseCount + r.RefundCount
 	}
@@ -151,7 +153,7 @@ func printDemo(c *cli, rows []report.SummaryRow, top int) {
 	w := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	line := func(name, cur string, r *report.SummaryRow, c money.Currency) {
 		fmt.Fprintf(w, "%s\t%s\t%9d\t%7d\t%14s\t%14s\t%12s\n", name, cur, r.PurchaseCount, r.RefundCount,
-			c.Format(r.Gross), c.Format(r.Net), c.Format(r.Commission))
+			c.FormatTotal(r.Gross), c.FormatTotal(r.Net), c.FormatTotal(r.Commission))
 	}
 	fmt.Fprintf(w, "AGENCY\tCURRENCY\t%9s\t%7s\t%14s\t%14s\t%12s\n", "PURCHASES", "REFUNDS", "GROSS", "NET", "COMMISSION")
 	for i, a := range agencies {
@@ -171,6 +173,9 @@ func printDemo(c *cli, rows []report.SummaryRow, top int) {
 		line(fmt.Sprintf("ALL %d AGENCIES", len(agencies)), cur, r, r.Currency)
 	}
 	w.Flush()
+	if len(agencies) < generated {
+		fmt.Fprintf(c.stdout, "(%d of the %d generated agencies had transactions that day; the others had none)\n", len(agencies), generated)
+	}
 }
 
 func lookup[K comparable](m map[K]*report.SummaryRow, k K, r report.SummaryRow) *report.SummaryRow {

@@ -8,46 +8,54 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reportjob/reportjob/internal/aggregate"
 	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/encode"
+	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/metrics"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
 // runSummary is the JSON line `run` (and each scheduled run) ends with.
 type runSummary struct {
-	Command          string `json:"command"`
-	Job              string `json:"job"`
-	RunID            string `json:"run_id"`
-	Status           string `json:"status"` // ok | nothing_due | failed | lease_held | bad_usage
-	Mode             string `json:"mode"`   // run | backfill | dry-run
-	PeriodsProcessed int    `json:"periods_processed"`
-	PeriodsRemaining int    `json:"periods_remaining"`
-	FirstPeriod      string `json:"first_period,omitempty"`
-	LastPeriod       string `json:"last_period,omitempty"`
-	Checkpoint       string `json:"checkpoint,omitempty"`
-	ItemsRead        int64  `json:"items_read"`
-	Transactions     int64  `json:"transactions"`
-	Duplicates       int64  `json:"duplicates_dropped"`
-	Rejects          int64  `json:"rejects"`
-	Files            int    `json:"files"`
-	DurationMS       int64  `json:"duration_ms"`
-	LeaseHolder      string `json:"lease_holder,omitempty"`
-	LeaseExpires     string `json:"lease_expires,omitempty"`
-	Error            string `json:"error,omitempty"`
+	Command           string `json:"command"`
+	Job               string `json:"job"`
+	RunID             string `json:"run_id"`
+	Status            string `json:"status"` // ok | nothing_due | failed | lease_held | bad_usage
+	Mode              string `json:"mode"`   // run | backfill | dry-run
+	PeriodsProcessed  int    `json:"periods_processed"`
+	PeriodsRemaining  int    `json:"periods_remaining"`
+	FirstPeriod       string `json:"first_period,omitempty"`
+	LastPeriod        string `json:"last_period,omitempty"`
+	Checkpoint        string `json:"checkpoint,omitempty"`
+	ItemsRead         int64  `json:"items_read"`
+	Transactions      int64  `json:"transactions"`
+	Duplicates        int64  `json:"duplicates_dropped"`
+	DuplicatesAcross  int64  `json:"duplicates_across_periods"`
+	Rejects           int64  `json:"rejects"`
+	Objects           int    `json:"objects_written"`
+	Rechecks          int    `json:"rechecks"`
+	RechecksRemaining int    `json:"rechecks_remaining"`
+	Restated          int    `json:"restated"`
+	LateItems         int64  `json:"late_items"`
+	DurationMS        int64  `json:"duration_ms"`
+	LeaseHolder       string `json:"lease_holder,omitempty"`
+	LeaseExpires      string `json:"lease_expires,omitempty"`
+	Error             string `json:"error,omitempty"`
 }
 
 func cmdRun(ctx context.Context, c *cli, args []string) error {
 	fs := newFlags(c, "run", "[--backfill --from T --to T] [--dry-run] [--now T]")
-	backfill := fs.Bool("backfill", false, "recompute the periods in [--from, --to) whatever the checkpoint; never moves it")
+	backfill := fs.Bool("backfill", false, "rebuild the periods in [--from, --to) whatever the checkpoint; never moves it")
 	var from, to, now timeFlag
 	fs.Var(&from, "from", "backfill start (a period boundary)")
 	fs.Var(&to, "to", "backfill end, exclusive (a period boundary, not beyond now - lateness)")
 	dry := fs.Bool("dry-run", false, "read and build everything, list what would be written, write nothing")
-	fs.Var(&now, "now", "fix the clock (replay and tests)")
+	fs.Var(&now, "now", "fix the report clock (replay and tests)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	opts := report.RunOptions{Now: now.t, DryRun: *dry, Backfill: *backfill, From: from.t, To: to.t}
+	opts := job.RunOptions{Now: now.t, DryRun: *dry, Backfill: *backfill, From: from.t, To: to.t}
 	switch {
 	case *backfill && (from.t.IsZero() || to.t.IsZero()):
 		return usagef("run --backfill needs --from and --to")
@@ -61,7 +69,7 @@ func cmdRun(ctx context.Context, c *cli, args []string) error {
 // runOnce opens the backends, runs the job once, prints the summary line
 // and pushes metrics. The backends are closed before it returns, so the
 // embedded file is free between scheduled runs.
-func (c *cli) runOnce(ctx context.Context, opts report.RunOptions) (runSummary, error) {
+func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, error) {
 	started := time.Now()
 	sum := runSummary{Command: "run", Job: c.cfg.JobName, RunID: c.runID, Mode: "run"}
 	switch {
@@ -74,23 +82,32 @@ func (c *cli) runOnce(ctx context.Context, opts report.RunOptions) (runSummary, 
 	sum.DurationMS = time.Since(started).Milliseconds()
 	sum.PeriodsProcessed = len(res.Periods)
 	sum.PeriodsRemaining = res.PeriodsRemaining
+	sum.Rechecks, sum.RechecksRemaining = len(res.Rechecks), res.RechecksRemaining
 	if !res.Checkpoint.IsZero() {
 		sum.Checkpoint = res.Checkpoint.UTC().Format(time.RFC3339)
 	}
-	for i, m := range res.Periods {
+	for i, pr := range res.Periods {
 		if i == 0 {
-			sum.FirstPeriod = m.PeriodStart.Format(time.RFC3339)
+			sum.FirstPeriod = pr.Period.Start.UTC().Format(time.RFC3339)
 		}
-		sum.LastPeriod = m.PeriodStart.Format(time.RFC3339)
+		sum.LastPeriod = pr.Period.Start.UTC().Format(time.RFC3339)
+		m := pr.Manifest
 		sum.ItemsRead += m.ItemsRead
 		sum.Transactions += m.Transactions
-		sum.Duplicates += m.DuplicatesDropped
+		sum.Duplicates += m.DuplicatesWithinPeriod + m.DuplicatesAcrossPeriods
+		sum.DuplicatesAcross += m.DuplicatesAcrossPeriods
 		sum.Rejects += m.Rejects
-		sum.Files += len(m.Files)
+	}
+	for _, pr := range append(append([]job.PeriodResult{}, res.Periods...), res.Rechecks...) {
+		sum.Objects += len(pr.Uploaded)
+		if pr.Restated() {
+			sum.Restated++
+			sum.LateItems += max(pr.Manifest.ItemsRead-pr.Previous.ItemsRead, 0)
+		}
 	}
 	var held *checkpoint.HeldError
 	switch {
-	case err == nil && len(res.Periods) == 0:
+	case err == nil && len(res.Periods) == 0 && len(res.Rechecks) == 0:
 		sum.Status = "nothing_due"
 	case err == nil:
 		sum.Status = "ok"
@@ -113,74 +130,85 @@ func (c *cli) runOnce(ctx context.Context, opts report.RunOptions) (runSummary, 
 	return sum, err
 }
 
-func (c *cli) runJob(ctx context.Context, opts report.RunOptions) (report.Result, error) {
+func (c *cli) runJob(ctx context.Context, opts job.RunOptions) (job.Result, error) {
 	st, err := openStore(ctx, c)
 	if err != nil {
-		return report.Result{}, err
+		return job.Result{}, err
 	}
 	defer st.close()
-	sk, err := openSink(ctx, c)
+	b, err := openBucket(ctx, c)
 	if err != nil {
-		return report.Result{}, err
+		return job.Result{}, err
 	}
-	job := c.newJob(st, sk, nil)
-	if isTerminal(c.stderr) {
-		opts.Progress = progressBar(c)
-	} else {
-		opts.Progress = func(i, n int, p report.Period) {
-			c.log.Info("building period", report.LogPeriod, p.Name(), "n", i+1, "of", n)
-		}
-	}
-	res, err := job.Run(ctx, opts)
+	j := c.newJob(st, b, nil)
+	opts.Progress = c.progress()
+	res, err := j.Run(ctx, opts)
 	if isTerminal(c.stderr) {
 		fmt.Fprintln(c.stderr)
 	}
 	if opts.DryRun {
-		for _, m := range res.Periods {
-			for _, f := range m.Files {
-				fmt.Fprintf(c.stdout, "would write %s (%d bytes, %d rows)\n", sk.url(f.Key), f.Bytes, f.Rows)
-			}
-			fmt.Fprintf(c.stdout, "would write %s\n", sk.url("period="+report.Period{Start: m.PeriodStart}.Name()+"/manifest.json"))
+		for _, pr := range res.Periods {
+			c.printDryRun(b, pr)
 		}
 	}
 	return res, err
 }
 
+// printDryRun lists what a dry run would have written for one period.
+func (c *cli) printDryRun(b *bucket, pr job.PeriodResult) {
+	p, m := pr.Period, pr.Manifest
+	if pr.Outcome == job.OutcomeUnchanged {
+		fmt.Fprintf(c.stdout, "unchanged %s (revision %d)\n", p.Name(), m.Revision)
+		return
+	}
+	for _, f := range pr.Uploaded {
+		fmt.Fprintf(c.stdout, "would write %s (%d bytes, %d rows)\n", b.path(f.Key), f.Bytes, f.Rows)
+	}
+	fmt.Fprintf(c.stdout, "would write %s (revision %d)\n", b.path(report.ManifestKey(p)), m.Revision)
+}
+
+func (c *cli) progress() func(i, n int, what string, p report.Period) {
+	if isTerminal(c.stderr) {
+		return func(i, n int, what string, p report.Period) {
+			const width = 30
+			done := width * i / max(n, 1)
+			fmt.Fprintf(c.stderr, "\r[%s%s] %s %d/%d %s ", strings.Repeat("#", done), strings.Repeat(".", width-done), what, i+1, n, p.Name())
+		}
+	}
+	return func(i, n int, what string, p report.Period) {
+		c.log.Info("building "+what, job.LogPeriod, p.Name(), "n", i+1, "of", n)
+	}
+}
+
 // newJob wires the configured job; onSummary may be nil.
-func (c *cli) newJob(st *store, sk *sink, onSummary func(report.SummaryRow)) *report.Job {
+func (c *cli) newJob(st *store, b *bucket, onSummary func(report.SummaryRow)) *job.Job {
 	cfg := c.cfg
 	agencies := make(map[string]int32, len(cfg.Commission.Agencies))
 	for id, bps := range cfg.Commission.Agencies {
 		agencies[id] = int32(bps)
 	}
-	b := report.NewBuilder(report.Config{
-		Job: cfg.JobName, Shards: cfg.Keys.Shards, LineItems: cfg.Report.LineItems,
-		CSV: hasFormat(cfg.Report.Formats, "csv"), Concurrency: cfg.Report.Concurrency,
-		DefaultBPS: int32(cfg.Commission.DefaultBPS), AgencyBPS: agencies,
-		Version: version, SinkURL: cfg.Sink.URL, OnSummary: onSummary,
-	}, st, sk, c.log)
-	host, _ := os.Hostname()
-	return &report.Job{
-		Name: cfg.JobName, Period: cfg.Report.Period, Lateness: cfg.Report.Lateness, Start: cfg.Report.Start,
-		MaxPeriods: cfg.Report.MaxPeriodsPerRun, Builder: b, Checkpoints: st,
-		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), c.runID), Log: c.log,
-	}
-}
-
-func hasFormat(formats []string, f string) bool {
-	for _, x := range formats {
-		if strings.EqualFold(x, f) {
-			return true
+	var formats encode.Formats
+	for _, f := range cfg.Report.AgencyFiles {
+		switch f {
+		case "csv":
+			formats.CSV = true
+		case "parquet":
+			formats.Parquet = true
 		}
 	}
-	return false
-}
-
-func progressBar(c *cli) func(i, n int, p report.Period) {
-	return func(i, n int, p report.Period) {
-		const width = 30
-		done := width * i / max(n, 1)
-		fmt.Fprintf(c.stderr, "\r[%s%s] %d/%d period %s ", strings.Repeat("#", done), strings.Repeat(".", width-done), i+1, n, p.Name())
+	host, _ := os.Hostname()
+	return &job.Job{
+		Config: job.Config{
+			Name: cfg.JobName, Period: cfg.Report.Period, Lateness: cfg.Report.Lateness, Start: cfg.Report.Start,
+			MaxPeriods: cfg.Report.MaxPeriodsPerRun, RecheckAfter: cfg.Report.RecheckAfter,
+			DedupeWindow: cfg.Report.DedupeWindow, Shards: cfg.Keys.Shards, Concurrency: cfg.Report.Concurrency,
+			LineItems: cfg.Report.LineItems, AgencyFiles: formats,
+			Rates:   aggregate.Rates{Default: int32(cfg.Commission.DefaultBPS), Agencies: agencies},
+			Version: version, SinkURL: cfg.Sink.URL,
+		},
+		Source: st, Index: st, State: st, Bucket: b.Bucket,
+		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), c.runID), RunID: c.runID,
+		Log: c.log, OnSummary: onSummary,
 	}
 }
 
@@ -188,7 +216,7 @@ func progressBar(c *cli) func(i, n int, p report.Period) {
 // Pushgateway must not hold up the job or its shutdown.
 const pushTimeout = 5 * time.Second
 
-func (c *cli) pushMetrics(ctx context.Context, sum runSummary, res report.Result, started time.Time, ok bool, opts report.RunOptions) {
+func (c *cli) pushMetrics(ctx context.Context, sum runSummary, res job.Result, started time.Time, ok bool, opts job.RunOptions) {
 	url := c.cfg.Metrics.PushgatewayURL
 	// Metrics describe the scheduled job: a dry run or a backfill by hand
 	// must not overwrite its last success, and a run that found the lease
@@ -201,6 +229,7 @@ func (c *cli) pushMetrics(ctx context.Context, sum runSummary, res report.Result
 		Job: c.cfg.JobName, Start: started, End: end, Success: ok,
 		PeriodsProcessed: sum.PeriodsProcessed, PeriodsRemaining: sum.PeriodsRemaining,
 		Transactions: sum.Transactions, Rejects: sum.Rejects, Duplicates: sum.Duplicates,
+		Rechecks: sum.Rechecks, RechecksRemaining: sum.RechecksRemaining, Restatements: sum.Restated, LateItems: sum.LateItems,
 	}
 	if !res.Checkpoint.IsZero() {
 		now := opts.Now

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/config"
+	"github.com/reportjob/reportjob/internal/job"
 )
 
 // defaultGrace is how long `schedule` lets a run in progress finish its
@@ -45,6 +47,8 @@ func (c *cli) schedule(ctx context.Context, grace time.Duration) error {
 	runCtx, abandon := context.WithCancel(context.WithoutCancel(ctx))
 	defer abandon()
 	stop := make(chan struct{})
+	var runs, failed atomic.Int64
+	started := time.Now()
 	if _, err := cr.AddFunc(cfg.Schedule.Cron, func() {
 		select {
 		case <-stop:
@@ -53,11 +57,15 @@ func (c *cli) schedule(ctx context.Context, grace time.Duration) error {
 		}
 		rc := *c
 		rc.runID = newRunID()
-		rc.log = c.base.With(report.LogJob, cfg.JobName, report.LogRunID, rc.runID)
+		rc.log = c.base.With(job.LogJob, cfg.JobName, job.LogRunID, rc.runID)
 		// Errors are logged and in the summary line; the schedule goes on.
-		rc.runOnce(runCtx, report.RunOptions{Stop: stop})
+		sum, _ := rc.runOnce(runCtx, job.RunOptions{Stop: stop})
+		runs.Add(1)
+		if sum.Status == "failed" {
+			failed.Add(1)
+		}
 	}); err != nil {
-		return &ConfigError{Key: "schedule.cron", Value: cfg.Schedule.Cron, Reason: err.Error()}
+		return &config.Error{Key: "schedule.cron", Value: cfg.Schedule.Cron, Reason: err.Error()}
 	}
 	cr.Start()
 	next := cr.Entries()[0].Next
@@ -76,6 +84,8 @@ func (c *cli) schedule(ctx context.Context, grace time.Duration) error {
 		<-done
 	}
 	c.log.Info("schedule stopped")
+	c.printJSON(map[string]any{"command": "schedule", "job": cfg.JobName, "status": "stopped",
+		"runs": runs.Load(), "runs_failed": failed.Load(), "duration_ms": time.Since(started).Milliseconds()})
 	return nil
 }
 

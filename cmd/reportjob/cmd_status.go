@@ -15,18 +15,31 @@ type statusLease struct {
 	Held    bool   `json:"held"`
 }
 
+type statusRestated struct {
+	Period      string `json:"period"`
+	Revision    int    `json:"revision"`
+	Reason      string `json:"reason"`
+	At          string `json:"at"`
+	ItemsBefore int64  `json:"items_before"`
+	ItemsAfter  int64  `json:"items_after"`
+}
+
 type statusReport struct {
-	Command         string       `json:"command"`
-	Job             string       `json:"job"`
-	Now             string       `json:"now"`
-	Checkpoint      string       `json:"checkpoint,omitempty"`
-	NextPeriodStart string       `json:"next_period_start,omitempty"`
-	NextPeriodEnd   string       `json:"next_period_end,omitempty"`
-	NextDueAt       string       `json:"next_due_at,omitempty"`
-	PeriodsBehind   int          `json:"periods_behind"`
-	LagSeconds      int64        `json:"lag_seconds"`
-	Lease           *statusLease `json:"lease,omitempty"`
-	Note            string       `json:"note,omitempty"`
+	Command         string           `json:"command"`
+	Job             string           `json:"job"`
+	Now             string           `json:"now"`
+	Checkpoint      string           `json:"checkpoint,omitempty"`
+	NextPeriodStart string           `json:"next_period_start,omitempty"`
+	NextPeriodEnd   string           `json:"next_period_end,omitempty"`
+	NextDueAt       string           `json:"next_due_at,omitempty"`
+	PeriodsBehind   int              `json:"periods_behind"`
+	LagSeconds      int64            `json:"lag_seconds"`
+	RechecksDue     int              `json:"rechecks_due"`
+	RechecksOwed    int              `json:"rechecks_owed"`
+	NextRecheckAt   string           `json:"next_recheck_at,omitempty"`
+	Restated        []statusRestated `json:"restated"`
+	Lease           *statusLease     `json:"lease,omitempty"`
+	Note            string           `json:"note,omitempty"`
 }
 
 func cmdStatus(ctx context.Context, c *cli, args []string) error {
@@ -50,7 +63,30 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("load checkpoint: %w", err)
 	}
 	cfg := c.cfg.Report
-	r := statusReport{Command: "status", Job: c.cfg.JobName, Now: now.t.Format(time.RFC3339)}
+	r := statusReport{Command: "status", Job: c.cfg.JobName, Now: now.t.Format(time.RFC3339), Restated: []statusRestated{}}
+	delays := c.cfg.Report.RecheckAfter
+	var nextRecheck time.Time
+	for _, e := range state.Rechecks {
+		next := report.NextRecheck(e, delays)
+		if next.IsZero() {
+			continue
+		}
+		r.RechecksOwed++
+		if report.RecheckDue(e, delays, now.t) {
+			r.RechecksDue++
+		} else if nextRecheck.IsZero() || next.Before(nextRecheck) {
+			nextRecheck = next
+		}
+	}
+	if !nextRecheck.IsZero() {
+		r.NextRecheckAt = nextRecheck.UTC().Format(time.RFC3339)
+	}
+	for _, rs := range state.Restated {
+		r.Restated = append(r.Restated, statusRestated{
+			Period: report.Period{Start: rs.Start, End: rs.End}.Name(), Revision: rs.Revision, Reason: rs.Reason,
+			At: rs.At.UTC().Format(time.RFC3339), ItemsBefore: rs.ItemsBefore, ItemsAfter: rs.ItemsAfter,
+		})
+	}
 	if l := state.Lease; l.Owner != "" {
 		r.Lease = &statusLease{Owner: l.Owner, Held: l.Held(now.t)}
 		if !l.Expires.IsZero() {
@@ -102,6 +138,28 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(w, "behind:       %d period(s) due\n", r.PeriodsBehind)
 	}
 	switch {
+	case len(delays) == 0:
+		fmt.Fprintf(w, "rechecks:     off (report.recheck_after is empty)\n")
+	case r.RechecksOwed == 0:
+		fmt.Fprintf(w, "rechecks:     none pending\n")
+	default:
+		fmt.Fprintf(w, "rechecks:     %d due now, %d period(s) owed one", r.RechecksDue, r.RechecksOwed)
+		if r.NextRecheckAt != "" {
+			fmt.Fprintf(w, ", next at %s", r.NextRecheckAt)
+		}
+		fmt.Fprintln(w)
+	}
+	if len(r.Restated) == 0 {
+		fmt.Fprintf(w, "restated:     none recently\n")
+	}
+	for i, rs := range r.Restated {
+		label := "restated:"
+		if i > 0 {
+			label = ""
+		}
+		fmt.Fprintf(w, "%-13s %s revision %d (%s) at %s, items %d -> %d\n", label, rs.Period, rs.Revision, rs.Reason, rs.At, rs.ItemsBefore, rs.ItemsAfter)
+	}
+	switch {
 	case r.Lease == nil:
 		fmt.Fprintf(w, "lease:        never taken\n")
 	case r.Lease.Held:
@@ -126,11 +184,11 @@ func cmdInit(ctx context.Context, c *cli, args []string) error {
 	if err := st.init(ctx); err != nil {
 		return fmt.Errorf("init store: %w", err)
 	}
-	sk, err := openSink(ctx, c)
+	b, err := openBucket(ctx, c)
 	if err != nil {
 		return err
 	}
-	if err := sk.init(ctx); err != nil {
+	if err := b.init(ctx); err != nil {
 		return fmt.Errorf("init sink: %w", err)
 	}
 	c.log.Info("initialised", "store", st.where, "sink", c.cfg.Sink.URL)

@@ -57,6 +57,15 @@ var handTx = []fxTx{
 	{id: "t14", agency: "acme", amount: "0.01", currency: "USD", at: at(1, 59, 59)},
 	{id: "t15", agency: "beta", amount: "2.500", currency: "BHD", at: at(1, 0, 0)},  // agency rate 1200
 	{id: "t16", agency: "acme", amount: "42.00", currency: "USD", at: at(3, 0, 30)}, // not due yet
+	// ISO 4217 minor units that CLDR gets wrong or does not know.
+	{id: "t17", agency: "andes", amount: "25946.27", currency: "COP", at: at(1, 1, 0)},
+	{id: "t18", agency: "andes", amount: "906.414", currency: "IQD", at: at(1, 2, 0)},
+	{id: "t19", agency: "andes", amount: "1.2345", currency: "CLF", at: at(1, 3, 0)},
+	{id: "t20", agency: "andes", amount: "12.34", currency: "VES", at: at(1, 4, 0)},
+	// A period total past 10^18 minor units (and past DECIMAL(18,4)): the
+	// largest single amount a line item holds, twice.
+	{id: "t21", agency: "whale", amount: "99999999999999.9999", currency: "CLF", at: at(1, 5, 0)},
+	{id: "t22", agency: "whale", amount: "99999999999999.9999", currency: "CLF", at: at(1, 6, 0)},
 }
 
 // The commission config of the e2e harness.
@@ -167,7 +176,7 @@ func fixtureJSONL(t *testing.T, n int) (string, []fxTx) {
 
 // refDigits is the test's own table of ISO 4217 minor units, independent
 // of the money package.
-var refDigits = map[string]int{"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "BHD": 3}
+var refDigits = map[string]int{"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "BHD": 3, "COP": 2, "IQD": 3, "CLF": 4, "VES": 2}
 
 // refMinor converts a decimal amount to minor units with math/big.
 func refMinor(t testing.TB, amount, cur string) *big.Int {
@@ -196,7 +205,7 @@ func refCommission(minor *big.Int, bps int) *big.Int {
 	return q
 }
 
-// refRow is an expected summary row, amounts as DECIMAL(18,4) unscaled.
+// refRow is an expected summary row, amounts as DECIMAL(38,4) unscaled.
 type refRow struct {
 	purchases, refunds                int64
 	gross, refundAmt, net, commission *big.Int
@@ -249,10 +258,20 @@ type summaryRec struct {
 	Currency      string    `parquet:"currency"`
 	PurchaseCount int64     `parquet:"purchase_count"`
 	RefundCount   int64     `parquet:"refund_count"`
-	Gross         int64     `parquet:"gross_amount,decimal(4:18)"`
-	Refunds       int64     `parquet:"refund_amount,decimal(4:18)"`
-	Net           int64     `parquet:"net_amount,decimal(4:18)"`
-	Commission    int64     `parquet:"commission_amount,decimal(4:18)"`
+	Gross         [16]byte  `parquet:"gross_amount,decimal(4:38)"`
+	Refunds       [16]byte  `parquet:"refund_amount,decimal(4:38)"`
+	Net           [16]byte  `parquet:"net_amount,decimal(4:38)"`
+	Commission    [16]byte  `parquet:"commission_amount,decimal(4:38)"`
+}
+
+// dec38 decodes a DECIMAL(38,4) FIXED_LEN_BYTE_ARRAY(16): big-endian two's
+// complement.
+func dec38(b [16]byte) *big.Int {
+	v := new(big.Int).SetBytes(b[:])
+	if b[0]&0x80 != 0 {
+		v.Sub(v, new(big.Int).Lsh(big.NewInt(1), 128))
+	}
+	return v
 }
 
 type lineRec struct {

@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/config"
+	"github.com/reportjob/reportjob/internal/sink"
 	"github.com/reportjob/reportjob/internal/testenv"
 )
 
@@ -138,7 +139,7 @@ func lastJSON(t testing.TB, stdout string) map[string]any {
 // cli returns a cli on the harness config, for opening its store and sink.
 func (h *harness) cli() *cli {
 	h.t.Helper()
-	cfg, err := loadConfig(h.config, true, h.env)
+	cfg, err := config.Load(h.config, true, h.env)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -159,13 +160,13 @@ func (h *harness) withStore(fn func(*store)) {
 	fn(st)
 }
 
-func (h *harness) sink() report.Sink {
+func (h *harness) sink() *sink.Bucket {
 	h.t.Helper()
-	sk, err := openSink(context.Background(), h.cli())
+	b, err := openBucket(context.Background(), h.cli())
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return sk
+	return b.Bucket
 }
 
 // objects returns every object in the sink: key -> sha256.
@@ -185,14 +186,9 @@ func (h *harness) objects() map[string]string {
 	return out
 }
 
-func (h *harness) read(sk report.Sink, key string) []byte {
+func (h *harness) read(sk *sink.Bucket, key string) []byte {
 	h.t.Helper()
-	r, err := sk.Open(context.Background(), key)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	defer r.Close()
-	b, err := io.ReadAll(r)
+	b, _, err := sk.ReadAll(context.Background(), key, 1<<30)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -1,10 +1,12 @@
-// Package checkpoint keeps how far a job has delivered reports (the
-// checkpoint) and who may move it (the lease).
+// Package checkpoint keeps a job's durable state: how far it has delivered
+// reports (the checkpoint), who may work on it (the lease), which delivered
+// periods are still owed a recheck, and which periods were restated lately.
 //
 // The checkpoint is the end of the last period whose reports were fully
 // delivered. It only moves forward, with a compare-and-set write, and only
 // by the current holder of the job's lease: a holder that stalled past its
-// lease's expiry, or whose lease was taken over, is fenced off.
+// lease's expiry, or whose lease was taken over, is fenced off. Every other
+// state write is fenced by the lease the same way.
 package checkpoint
 
 import (
@@ -26,21 +28,67 @@ var (
 	ErrConflict = errors.New("checkpoint conflict")
 )
 
+// MaxRestated is how many restatements State.Restated keeps, newest first.
+const MaxRestated = 20
+
 // State is a job's stored state.
 type State struct {
 	// Checkpoint is the end of the last delivered period; zero when the
 	// job has none yet.
 	Checkpoint time.Time
 	// Lease is the last lease granted; zero when none ever was. It may be
-	// expired.
+	// expired or released (Expires zero).
 	Lease Lease
+	// Rechecks are the delivered periods still owed a recheck, in
+	// ascending Start order. Never nil after Load.
+	Rechecks []Recheck
+	// Restated are the most recent restatements, newest first, at most
+	// MaxRestated.
+	Restated []Restatement
+}
+
+// Recheck is a delivered period that is still owed a recheck: a re-read of
+// its items at some delay after its end (report.recheck_after).
+type Recheck struct {
+	Start, End time.Time
+	// Read is when (report clock) the period's items were last read and
+	// found to match, or published: a recheck at delay d is due when
+	// now >= End+d and Read < End+d.
+	Read time.Time
+}
+
+// Restatement records one published revision that replaced an earlier one.
+type Restatement struct {
+	Start, End time.Time
+	Revision   int
+	// Reason is "recheck", "verify --repair" or "backfill".
+	Reason string
+	// At is when (report clock) it was published.
+	At time.Time
+	// ItemsBefore and ItemsAfter are the items_read of the replaced and the
+	// new manifest.
+	ItemsBefore, ItemsAfter int64
+}
+
+// Update is a change to a job's state besides its checkpoint. The zero
+// value changes nothing.
+type Update struct {
+	// SetRecheck adds or replaces the entry of the period starting at
+	// SetRecheck.Start.
+	SetRecheck *Recheck
+	// DropRecheck removes the entry of the period starting at DropRecheck
+	// (no-op when there is none); zero for none.
+	DropRecheck time.Time
+	// Restated is prepended to State.Restated (keeping MaxRestated).
+	Restated *Restatement
 }
 
 // Lease is a grant to one owner to run the job until Expires.
 type Lease struct {
 	Owner string
 	// Token grows by one with every Acquire that changes hands or
-	// re-takes a lease: the fencing token. Commit and Renew check it.
+	// re-takes a lease: the fencing token. Commit, Update and Renew check
+	// it.
 	Token   int64
 	Expires time.Time
 }
@@ -60,27 +108,40 @@ func (e *HeldError) Error() string {
 
 func (e *HeldError) Is(target error) bool { return target == ErrLeaseHeld }
 
-// Store holds each job's checkpoint and lease durably. All times are
-// passed in by the caller (its clock), so that tests control them; stores
-// compare them as given. Reads are strongly consistent.
+// Store holds each job's state durably. All times are passed in by the
+// caller (its clock), so that tests control them; stores compare them as
+// given, at millisecond precision. Reads are strongly consistent. Every
+// write is atomic: all of it happens or none.
+//
+// A write whose response was lost may be retried (by the caller or its
+// SDK): a store recognises its own earlier success rather than failing the
+// retry on its own condition (a Commit retried after it moved the
+// checkpoint returns nil).
 type Store interface {
 	// Load returns the job's state; a job never seen returns a zero State
-	// and nil.
+	// (with a non-nil, empty Rechecks) and nil.
 	Load(ctx context.Context, job string) (State, error)
-	// Acquire grants owner the lease until now+ttl when it is free, expired
-	// at now, or already owner's, with Token one more than the stored one.
-	// Otherwise it returns a *HeldError.
+	// Acquire grants owner the lease until now+ttl when it is free,
+	// expired at now, or already owner's, with Token one more than the
+	// stored one. Otherwise it returns a *HeldError. A store whose own
+	// locking proves the recorded holder is gone (the embedded file lock)
+	// grants it at once.
 	Acquire(ctx context.Context, job, owner string, now time.Time, ttl time.Duration) (Lease, error)
 	// Renew extends l to now+ttl when l is still the current lease
 	// (same owner and token) and unexpired at now; else ErrLeaseLost.
 	Renew(ctx context.Context, job string, l Lease, now time.Time, ttl time.Duration) (Lease, error)
-	// Release ends l early when it is still the current lease; releasing a
-	// lease already lost is not an error.
+	// Release ends l early when it is still the current lease, keeping the
+	// owner and token on record; releasing a lease already lost is not an
+	// error.
 	Release(ctx context.Context, job string, l Lease) error
 	// Commit moves the checkpoint from `from` (zero: none yet) to `to`
-	// when the stored checkpoint equals from and to is after it
-	// (ErrConflict otherwise), and l is the current lease, unexpired at
-	// now (ErrLeaseLost otherwise). Both checks and the write are one
-	// atomic conditional write.
-	Commit(ctx context.Context, job string, l Lease, now time.Time, from, to time.Time) error
+	// and applies u, when the stored checkpoint equals from and to is after
+	// it (ErrConflict otherwise), and l is the current lease, unexpired at
+	// now (ErrLeaseLost otherwise). Checks and writes are one atomic
+	// conditional write. A retried Commit that finds the checkpoint already
+	// at `to` under the same lease returns nil.
+	Commit(ctx context.Context, job string, l Lease, now time.Time, from, to time.Time, u Update) error
+	// Update applies u when l is the current lease, unexpired at now
+	// (ErrLeaseLost otherwise), in one atomic conditional write.
+	Update(ctx context.Context, job string, l Lease, now time.Time, u Update) error
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -14,33 +14,13 @@ import (
 	"github.com/reportjob/reportjob/internal/checkpoint"
 )
 
-// State table attributes (see the package doc).
-const (
-	attrCheckpoint   = "checkpoint"
-	attrLeaseOwner   = "lease_owner"
-	attrLeaseToken   = "lease_token"
-	attrLeaseExpires = "lease_expires"
-)
-
 // acquireTries bounds Acquire's retries when its condition fails but the
 // stored lease it then reads is free (it was released in between).
 const acquireTries = 3
 
-func jobKey(job string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrJob: &types.AttributeValueMemberS{Value: job}}
-}
-
-func numAV(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-func strAV(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-
-// ms is t in Unix milliseconds; the zero time has no such value and is
-// never stored.
-func ms(t time.Time) int64 { return t.UnixMilli() }
-
-func fromMS(n int64) time.Time { return time.UnixMilli(n).UTC() }
+// stateTries bounds how often Commit and Update read the restated list
+// again when another write changed it between their read and their write.
+const stateTries = 8
 
 func checkJob(job string) error {
 	if job == "" {
@@ -62,68 +42,35 @@ func (s *Store) Load(ctx context.Context, job string) (checkpoint.State, error) 
 }
 
 func (s *Store) load(ctx context.Context, job string) (checkpoint.State, error) {
+	item, err := s.getState(ctx, job)
+	if err != nil {
+		return checkpoint.State{}, err
+	}
+	return s.parseState(item)
+}
+
+// getState returns the job's item as stored (nil when there is none).
+func (s *Store) getState(ctx context.Context, job string) (map[string]types.AttributeValue, error) {
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.opts.StateTable),
 		Key:            jobKey(job),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return checkpoint.State{}, err
+		return nil, err
 	}
-	return s.parseState(out.Item)
-}
-
-// parseState decodes a state item; nil is the zero State.
-func (s *Store) parseState(av map[string]types.AttributeValue) (checkpoint.State, error) {
-	var st checkpoint.State
-	if av == nil {
-		return st, nil
-	}
-	num := func(name string) (int64, bool, error) {
-		v, ok := av[name]
-		if !ok {
-			return 0, false, nil
-		}
-		n, isN := v.(*types.AttributeValueMemberN)
-		if !isN {
-			return 0, false, fmt.Errorf("table %q: attribute %s has type %s, want N", s.opts.StateTable, name, avType(v))
-		}
-		i, err := strconv.ParseInt(n.Value, 10, 64)
-		if err != nil {
-			return 0, false, fmt.Errorf("table %q: attribute %s = %q, want an integer", s.opts.StateTable, name, n.Value)
-		}
-		return i, true, nil
-	}
-	if c, ok, err := num(attrCheckpoint); err != nil {
-		return st, err
-	} else if ok {
-		st.Checkpoint = fromMS(c)
-	}
-	if v, ok := av[attrLeaseOwner]; ok {
-		o, isS := v.(*types.AttributeValueMemberS)
-		if !isS {
-			return st, fmt.Errorf("table %q: attribute %s has type %s, want S", s.opts.StateTable, attrLeaseOwner, avType(v))
-		}
-		st.Lease.Owner = o.Value
-	}
-	tok, _, err := num(attrLeaseToken)
-	if err != nil {
-		return st, err
-	}
-	st.Lease.Token = tok
-	if e, ok, err := num(attrLeaseExpires); err != nil {
-		return st, err
-	} else if ok {
-		st.Lease.Expires = fromMS(e)
-	}
-	return st, nil
+	return out.Item, nil
 }
 
 // Acquire implements checkpoint.Store with one conditional UpdateItem: the
 // lease is granted when the job has no item, no holder, an expired lease
 // (lease_expires <= now), or owner already holds it; lease_token grows by
-// one. Otherwise it returns a *checkpoint.HeldError read from the item as
-// it was (ReturnValuesOnConditionCheckFailure ALL_OLD).
+// one, and the rechecks map is created if missing (an item of the first
+// version has none), so that Commit and Update can set its entries.
+// Otherwise it returns a *checkpoint.HeldError read from the item as it
+// was (ReturnValuesOnConditionCheckFailure ALL_OLD). A retry whose first
+// attempt succeeded finds owner holding the lease and takes it again: the
+// lease returned is always the one stored (ReturnValues ALL_NEW).
 func (s *Store) Acquire(ctx context.Context, job, owner string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
 	if err := checkJob(job); err != nil {
 		return checkpoint.Lease{}, fmt.Errorf("acquire lease: %w", err)
@@ -137,15 +84,17 @@ func (s *Store) Acquire(ctx context.Context, job, owner string, now time.Time, t
 			TableName: aws.String(s.opts.StateTable),
 			Key:       jobKey(job),
 			UpdateExpression: aws.String("SET #owner = :me, #exp = :exp, " +
-				"#tok = if_not_exists(#tok, :zero) + :one"),
+				"#tok = if_not_exists(#tok, :zero) + :one, #rc = if_not_exists(#rc, :norc)"),
 			ConditionExpression: aws.String("attribute_not_exists(#job) OR attribute_not_exists(#owner) " +
 				"OR #exp <= :now OR #owner = :me"),
 			ExpressionAttributeNames: map[string]string{
 				"#job": attrJob, "#owner": attrLeaseOwner, "#exp": attrLeaseExpires, "#tok": attrLeaseToken,
+				"#rc": attrRechecks,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":me": strAV(owner), ":exp": numAV(ms(expires)), ":now": numAV(ms(now)),
 				":zero": numAV(0), ":one": numAV(1),
+				":norc": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}},
 			},
 			ReturnValues:                        types.ReturnValueAllNew,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -201,8 +150,29 @@ func leaseCond(l checkpoint.Lease, now *time.Time) (string, map[string]string, m
 	return cond, names, vals
 }
 
+func sameLease(a, b checkpoint.Lease) bool {
+	return a.Owner != "" && a.Owner == b.Owner && a.Token == b.Token
+}
+
+// leaseLost tells why st's lease is not l unexpired at now (nil when it
+// is).
+func leaseLost(st checkpoint.State, l checkpoint.Lease, now time.Time) error {
+	cur := st.Lease
+	switch {
+	case !sameLease(cur, l):
+		return fmt.Errorf("lease of %q (token %d) is now %q's (token %d): %w",
+			l.Owner, l.Token, cur.Owner, cur.Token, checkpoint.ErrLeaseLost)
+	case !cur.Held(now):
+		return fmt.Errorf("lease of %q (token %d) expired at %s, now is %s: %w",
+			l.Owner, l.Token, fmtTime(cur.Expires), fmtTime(now), checkpoint.ErrLeaseLost)
+	}
+	return nil
+}
+
 // Renew implements checkpoint.Store: lease_expires = now+ttl, conditional
-// on l being the current lease and unexpired at now.
+// on l being the current lease and unexpired at now. When the condition
+// fails on a retry of a renewal that succeeded (the item shows l with an
+// expiry at or after now+ttl), the renewal stands.
 func (s *Store) Renew(ctx context.Context, job string, l checkpoint.Lease, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
 	if err := checkJob(job); err != nil {
 		return checkpoint.Lease{}, fmt.Errorf("renew lease: %w", err)
@@ -218,27 +188,32 @@ func (s *Store) Renew(ctx context.Context, job string, l checkpoint.Lease, now t
 	vals[":newexp"] = numAV(ms(expires))
 	names["#exp"] = attrLeaseExpires
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.opts.StateTable),
-		Key:                       jobKey(job),
-		UpdateExpression:          aws.String("SET #exp = :newexp"),
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: vals,
+		TableName:                           aws.String(s.opts.StateTable),
+		Key:                                 jobKey(job),
+		UpdateExpression:                    aws.String("SET #exp = :newexp"),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           vals,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
-	switch {
-	case errors.As(err, &ccf):
-		return checkpoint.Lease{}, fmt.Errorf("renew lease of job %q: %w", job, checkpoint.ErrLeaseLost)
-	case err != nil:
+	if err == nil {
+		l.Expires = fromMS(ms(expires))
+		return l, nil
+	}
+	old, failed, err := s.conditionFailed(ctx, job, err)
+	if !failed {
 		return checkpoint.Lease{}, fmt.Errorf("renew lease of job %q: %w", job, err)
 	}
-	l.Expires = fromMS(ms(expires))
-	return l, nil
+	if cur := old.Lease; sameLease(cur, l) && !cur.Expires.IsZero() && ms(cur.Expires) >= ms(expires) {
+		return cur, nil
+	}
+	return checkpoint.Lease{}, fmt.Errorf("renew lease of job %q: %w", job, leaseLost(old, l, now))
 }
 
 // Release implements checkpoint.Store: it removes lease_owner and
 // lease_expires (keeping lease_token, so that tokens keep growing) when l
-// is the current lease. A lost lease is left alone and is not an error.
+// is the current lease. A lost lease is left alone and is not an error;
+// nor is a retry of a release that succeeded (it finds no owner).
 func (s *Store) Release(ctx context.Context, job string, l checkpoint.Lease) error {
 	if err := checkJob(job); err != nil {
 		return fmt.Errorf("release lease: %w", err)
@@ -264,12 +239,13 @@ func (s *Store) Release(ctx context.Context, job string, l checkpoint.Lease) err
 }
 
 // Commit implements checkpoint.Store with one conditional UpdateItem:
-// checkpoint = to, when l is the current lease unexpired at now and the
-// stored checkpoint equals from (is absent when from is zero). to must be
-// after from, checked before the write. When the condition fails, the item
-// as it was tells ErrLeaseLost (checked first) from ErrConflict.
-// Times are stored in whole milliseconds.
-func (s *Store) Commit(ctx context.Context, job string, l checkpoint.Lease, now time.Time, from, to time.Time) error {
+// checkpoint = to and u's changes, when l is the current lease unexpired at
+// now and the stored checkpoint equals from (is absent when from is zero).
+// to must be after from, checked before the write. When the condition
+// fails, the item as it was (ALL_OLD) tells a retry of this very Commit
+// that succeeded (checkpoint already at to under l: nil) from ErrLeaseLost
+// and ErrConflict. Times are stored in whole milliseconds.
+func (s *Store) Commit(ctx context.Context, job string, l checkpoint.Lease, now time.Time, from, to time.Time, u checkpoint.Update) error {
 	if err := checkJob(job); err != nil {
 		return fmt.Errorf("commit checkpoint: %w", err)
 	}
@@ -277,40 +253,201 @@ func (s *Store) Commit(ctx context.Context, job string, l checkpoint.Lease, now 
 		return fmt.Errorf("commit checkpoint of job %q from %s to %s: not forward: %w",
 			job, fmtTime(from), fmtTime(to), checkpoint.ErrConflict)
 	}
+	if err := validUpdate(u); err != nil {
+		return fmt.Errorf("commit checkpoint of job %q: %w", job, err)
+	}
 	if l.Owner == "" {
 		return fmt.Errorf("commit checkpoint of job %q: %w", job, checkpoint.ErrLeaseLost)
 	}
-	cond, names, vals := leaseCond(l, &now)
-	names["#cp"] = attrCheckpoint
-	vals[":to"] = numAV(ms(to))
-	if from.IsZero() {
-		cond += " AND attribute_not_exists(#cp)"
-	} else {
-		cond += " AND #cp = :from"
-		vals[":from"] = numAV(ms(from))
-	}
-	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.opts.StateTable),
-		Key:                                 jobKey(job),
-		UpdateExpression:                    aws.String("SET #cp = :to"),
-		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues:           vals,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	if err == nil {
-		return nil
-	}
-	old, failed, err := s.conditionFailed(ctx, job, err)
-	if !failed {
+	if err := s.writeState(ctx, job, l, now, &move{from: from, to: to}, u); err != nil {
 		return fmt.Errorf("commit checkpoint of job %q: %w", job, err)
 	}
-	cur := old.Lease
-	if cur.Owner != l.Owner || cur.Token != l.Token || !cur.Held(now) {
-		return fmt.Errorf("commit checkpoint of job %q: %w", job, checkpoint.ErrLeaseLost)
+	return nil
+}
+
+// Update implements checkpoint.Store with one conditional UpdateItem of
+// u's changes, when l is the current lease unexpired at now. It is
+// idempotent: a recheck entry is set or removed whole, and a restatement
+// already recorded (same period start and revision) is not recorded again.
+func (s *Store) Update(ctx context.Context, job string, l checkpoint.Lease, now time.Time, u checkpoint.Update) error {
+	if err := checkJob(job); err != nil {
+		return fmt.Errorf("update state: %w", err)
 	}
-	return fmt.Errorf("commit checkpoint of job %q from %s to %s: stored checkpoint is %s: %w",
-		job, fmtTime(from), fmtTime(to), fmtTime(old.Checkpoint), checkpoint.ErrConflict)
+	if err := validUpdate(u); err != nil {
+		return fmt.Errorf("update state of job %q: %w", job, err)
+	}
+	if l.Owner == "" {
+		return fmt.Errorf("update state of job %q: %w", job, checkpoint.ErrLeaseLost)
+	}
+	if err := s.writeState(ctx, job, l, now, nil, u); err != nil {
+		return fmt.Errorf("update state of job %q: %w", job, err)
+	}
+	return nil
+}
+
+// move is a checkpoint move from `from` to `to`.
+type move struct{ from, to time.Time }
+
+// writeState writes mv (when not nil) and u in one UpdateItem, conditional
+// on l being the current lease unexpired at now and, with mv, on the
+// checkpoint being mv.from:
+//
+//	SET #cp = :to, #rc.#rk = :rc, #rs = :rs REMOVE #rc.#dk
+//
+// The restated list is computed from the item as read just before (read,
+// prepend, trim), set whole, and conditional on the stored list being the
+// one read: when another write changed it in between, writeState reads it
+// again (at most stateTries times).
+func (s *Store) writeState(ctx context.Context, job string, l checkpoint.Lease, now time.Time, mv *move, u checkpoint.Update) error {
+	for try := 1; ; try++ {
+		cond, names, vals := leaseCond(l, &now)
+		var set, remove []string
+		if mv != nil {
+			names["#cp"] = attrCheckpoint
+			vals[":to"] = numAV(ms(mv.to))
+			set = append(set, "#cp = :to")
+			if mv.from.IsZero() {
+				cond += " AND attribute_not_exists(#cp)"
+			} else {
+				cond += " AND #cp = :from"
+				vals[":from"] = numAV(ms(mv.from))
+			}
+		}
+		if r := u.SetRecheck; r != nil {
+			names["#rc"], names["#rk"] = attrRechecks, msKey(r.Start)
+			vals[":rc"] = recheckAV(*r)
+			set = append(set, "#rc.#rk = :rc")
+		}
+		if !u.DropRecheck.IsZero() {
+			names["#rc"], names["#dk"] = attrRechecks, msKey(u.DropRecheck)
+			remove = append(remove, "#rc.#dk")
+		}
+		var read *checkpoint.State
+		if u.Restated != nil {
+			item, err := s.getState(ctx, job)
+			if err != nil {
+				return err
+			}
+			st, err := s.parseState(item)
+			if err != nil {
+				return err
+			}
+			read = &st
+			if list, changed := prependRestated(st.Restated, *u.Restated); changed {
+				names["#rs"] = attrRestated
+				vals[":rs"] = restatedAV(list)
+				set = append(set, "#rs = :rs")
+				if old, ok := item[attrRestated]; ok {
+					cond += " AND #rs = :oldrs"
+					vals[":oldrs"] = old
+				} else {
+					cond += " AND attribute_not_exists(#rs)"
+				}
+			}
+		}
+		if len(set) == 0 && len(remove) == 0 {
+			// Nothing to write (a zero Update, or a restatement already
+			// recorded): only the lease is checked.
+			if read == nil {
+				st, err := s.load(ctx, job)
+				if err != nil {
+					return err
+				}
+				read = &st
+			}
+			return leaseLost(*read, l, now)
+		}
+		var expr []string
+		if len(set) > 0 {
+			expr = append(expr, "SET "+strings.Join(set, ", "))
+		}
+		if len(remove) > 0 {
+			expr = append(expr, "REMOVE "+strings.Join(remove, ", "))
+		}
+		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                           aws.String(s.opts.StateTable),
+			Key:                                 jobKey(job),
+			UpdateExpression:                    aws.String(strings.Join(expr, " ")),
+			ConditionExpression:                 aws.String(cond),
+			ExpressionAttributeNames:            names,
+			ExpressionAttributeValues:           vals,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if err == nil {
+			return nil
+		}
+		old, failed, err := s.conditionFailed(ctx, job, err)
+		if !failed {
+			return err
+		}
+		switch {
+		case mv != nil && sameLease(old.Lease, l) && sameMS(old.Checkpoint, mv.to):
+			// This Commit's own earlier attempt moved the checkpoint (with
+			// u, atomically); its response was lost and this is a retry.
+			return nil
+		case leaseLost(old, l, now) != nil:
+			return leaseLost(old, l, now)
+		case mv != nil && !sameMS(old.Checkpoint, mv.from):
+			return fmt.Errorf("from %s to %s: stored checkpoint is %s: %w",
+				fmtTime(mv.from), fmtTime(mv.to), fmtTime(old.Checkpoint), checkpoint.ErrConflict)
+		case try == stateTries:
+			return fmt.Errorf("the restated list changed under each of %d tries", stateTries)
+		}
+		// Only the restated list can have failed the condition: it changed
+		// since it was read. Read it again.
+	}
+}
+
+// validUpdate reports what is wrong with u, naming the field and value.
+func validUpdate(u checkpoint.Update) error {
+	if r := u.SetRecheck; r != nil {
+		if err := validPeriod("set_recheck", r.Start, r.End); err != nil {
+			return err
+		}
+		if sameMS(r.Start, u.DropRecheck) {
+			return fmt.Errorf("update: set_recheck and drop_recheck both name period %s", fmtTime(r.Start))
+		}
+	}
+	if r := u.Restated; r != nil {
+		if err := validPeriod("restated", r.Start, r.End); err != nil {
+			return err
+		}
+		if r.Revision < 0 || r.ItemsBefore < 0 || r.ItemsAfter < 0 {
+			return fmt.Errorf("update: restated revision %d, items_before %d, items_after %d: want no negative number",
+				r.Revision, r.ItemsBefore, r.ItemsAfter)
+		}
+	}
+	return nil
+}
+
+func validPeriod(field string, start, end time.Time) error {
+	if start.IsZero() || end.IsZero() || ms(end) <= ms(start) {
+		return fmt.Errorf("update: %s period [%s, %s): want a start and an end after it (in whole milliseconds)",
+			field, fmtTime(start), fmtTime(end))
+	}
+	return nil
+}
+
+// prependRestated returns list with r in front, keeping MaxRestated, and
+// true; or list and false when it already holds r's revision of r's
+// period (an Update retried after it was applied).
+func prependRestated(list []checkpoint.Restatement, r checkpoint.Restatement) ([]checkpoint.Restatement, bool) {
+	for _, e := range list {
+		if sameMS(e.Start, r.Start) && e.Revision == r.Revision {
+			return list, false
+		}
+	}
+	out := make([]checkpoint.Restatement, 0, min(len(list)+1, checkpoint.MaxRestated))
+	out = append(out, r)
+	return append(out, list[:min(len(list), checkpoint.MaxRestated-1)]...), true
+}
+
+// sameMS reports whether a and b are the same millisecond (or both zero).
+func sameMS(a, b time.Time) bool {
+	if a.IsZero() || b.IsZero() {
+		return a.IsZero() && b.IsZero()
+	}
+	return ms(a) == ms(b)
 }
 
 func fmtTime(t time.Time) string {

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // ErrSchema means a table exists with a key schema other than the one the
@@ -23,7 +24,10 @@ type keyAttr struct{ name, keyType string }
 // the state table (HASH job S), both PAY_PER_REQUEST, when they are
 // missing, and waits until both are ACTIVE. A table that already exists is
 // kept when its key schema is the expected one, else Init returns an error
-// matching ErrSchema. Init is idempotent and safe to run concurrently.
+// matching ErrSchema. Then it turns on Time to Live on the state table's
+// expires_at attribute (the dedupe index's expiry), unless it is on
+// already; a state table whose Time to Live is on for another attribute is
+// an error. Init is idempotent and safe to run concurrently.
 func (s *Store) Init(ctx context.Context) error {
 	tables := []struct {
 		name string
@@ -37,7 +41,57 @@ func (s *Store) Init(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return s.ensureTTL(ctx)
+}
+
+// ensureTTL turns on Time to Live for attrExpiresAt on the state table.
+func (s *Store) ensureTTL(ctx context.Context) error {
+	table := s.opts.StateTable
+	var refused error // UpdateTimeToLive's ValidationException, if any
+	for try := 0; ; try++ {
+		out, err := s.api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+		if err != nil {
+			return fmt.Errorf("describe time to live of table %q: %w", table, err)
+		}
+		var (
+			attr   string
+			status types.TimeToLiveStatus
+		)
+		if d := out.TimeToLiveDescription; d != nil {
+			attr, status = aws.ToString(d.AttributeName), d.TimeToLiveStatus
+		}
+		switch {
+		case (status == types.TimeToLiveStatusEnabled || status == types.TimeToLiveStatusEnabling) && attr == attrExpiresAt:
+			return nil
+		case status == types.TimeToLiveStatusEnabled || status == types.TimeToLiveStatusEnabling:
+			return fmt.Errorf("table %q has Time to Live on attribute %q, want %q (the dedupe index's expiry)",
+				table, attr, attrExpiresAt)
+		case status == types.TimeToLiveStatusDisabling:
+			// DynamoDB refuses a change until this settles (up to an hour).
+			return fmt.Errorf("table %q: Time to Live is being disabled; run init again when it is DISABLED", table)
+		case refused != nil:
+			return fmt.Errorf("enable time to live on %s of table %q: %w", attrExpiresAt, table, refused)
+		case try > 0:
+			return fmt.Errorf("table %q: Time to Live is %s after enabling it", table, status)
+		}
+		_, err = s.api.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+			TableName: aws.String(table),
+			TimeToLiveSpecification: &types.TimeToLiveSpecification{
+				AttributeName: aws.String(attrExpiresAt), Enabled: aws.Bool(true),
+			},
+		})
+		var ae smithy.APIError
+		switch {
+		case err == nil:
+			s.log.Info("enabled time to live", logTable, table, logAttr, attrExpiresAt)
+		case errors.As(err, &ae) && ae.ErrorCode() == "ValidationException":
+			// A concurrent Init may have enabled it in between ("already
+			// enabled"): describe again before failing.
+			refused = err
+		default:
+			return fmt.Errorf("enable time to live on %s of table %q: %w", attrExpiresAt, table, err)
+		}
+	}
 }
 
 func (s *Store) ensureTable(ctx context.Context, name string, keys []keyAttr) error {

@@ -58,6 +58,49 @@ func TestInitTwice(t *testing.T) {
 			t.Errorf("%s: %v", tc.table, err)
 		}
 	}
+	ttl, err := c.DescribeTimeToLive(t.Context(), &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(s.opts.StateTable)})
+	if err != nil {
+		t.Fatalf("DescribeTimeToLive: %v", err)
+	}
+	if d := ttl.TimeToLiveDescription; d == nil || d.TimeToLiveStatus != types.TimeToLiveStatusEnabled ||
+		aws.ToString(d.AttributeName) != attrExpiresAt {
+		t.Errorf("state table Time to Live %+v, want ENABLED on %s", d, attrExpiresAt)
+	}
+}
+
+// TestInitTTLOtherAttribute: a state table whose Time to Live is on for
+// another attribute is refused, and left as it is.
+func TestInitTTLOtherAttribute(t *testing.T) {
+	c := testClient(t)
+	data, state := tableNames(t)
+	deleteTables(t, c, data, state)
+	_, err := c.CreateTable(t.Context(), &dynamodb.CreateTableInput{
+		TableName:            aws.String(state),
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("job"), KeyType: types.KeyTypeHash}},
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("job"), AttributeType: types.ScalarAttributeTypeS}},
+		BillingMode:          types.BillingModePayPerRequest,
+	})
+	if err != nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	_, err = c.UpdateTimeToLive(t.Context(), &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(state),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("ttl"), Enabled: aws.Bool(true)},
+	})
+	if err != nil {
+		t.Fatalf("UpdateTimeToLive: %v", err)
+	}
+	o := Options{Table: data, StateTable: state}
+	fastRetry(&o)
+	s, err := New(c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Init(t.Context())
+	if err == nil || !strings.Contains(err.Error(), `"ttl"`) || !strings.Contains(err.Error(), attrExpiresAt) ||
+		!strings.Contains(err.Error(), state) {
+		t.Errorf("Init = %v, want an error naming the table, %q and %s", err, "ttl", attrExpiresAt)
+	}
 }
 
 func TestInitWrongSchema(t *testing.T) {

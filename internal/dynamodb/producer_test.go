@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -152,7 +153,11 @@ func TestStateFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	to := time.Date(2024, 3, 1, 11, 0, 0, 0, time.UTC)
-	if err := s.Commit(t.Context(), "job-1", l, now, time.Time{}, to); err != nil {
+	rc := checkpoint.Recheck{Start: to.Add(-time.Hour), End: to, Read: now}
+	rs := checkpoint.Restatement{Start: rc.Start, End: rc.End, Revision: 2, Reason: "recheck", At: now,
+		ItemsBefore: 10, ItemsAfter: 11}
+	if err := s.Commit(t.Context(), "job-1", l, now, time.Time{}, to,
+		checkpoint.Update{SetRecheck: &rc, Restated: &rs}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := testClient(t).GetItem(t.Context(), &dynamodb.GetItemInput{
@@ -168,17 +173,14 @@ func TestStateFormat(t *testing.T) {
 		"lease_owner":   "S:host-a",
 		"lease_token":   "N:1",
 		"lease_expires": "N:" + strconv.FormatInt(now.Add(time.Minute).UnixMilli(), 10),
+		// 1709287200000 = 10:00, 1709290800000 = 11:00, 1709294400000 = 12:00
+		"rechecks": "M{1709287200000=M{end=N:1709290800000,read=N:1709294400000}}",
+		"restated": "L[M{at=N:1709294400000,end=N:1709290800000,items_after=N:11,items_before=N:10," +
+			"reason=S:recheck,revision=N:2,start=N:1709287200000}]",
 	}
 	got := map[string]string{}
 	for k, v := range out.Item {
-		switch v := v.(type) {
-		case *types.AttributeValueMemberS:
-			got[k] = "S:" + v.Value
-		case *types.AttributeValueMemberN:
-			got[k] = "N:" + v.Value
-		default:
-			got[k] = avType(v)
-		}
+		got[k] = renderAV(v)
 	}
 	if len(got) != len(want) {
 		t.Errorf("state item = %v, want %v", got, want)
@@ -196,9 +198,37 @@ func TestStateFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Lease != (checkpoint.Lease{Token: 1}) || !st.Checkpoint.Equal(to) {
+	if st.Lease != (checkpoint.Lease{Token: 1}) || !st.Checkpoint.Equal(to) || len(st.Rechecks) != 1 || len(st.Restated) != 1 {
 		t.Errorf("after Release: %+v, want checkpoint %v and lease {Token: 1}", st, to)
 	}
+}
+
+// renderAV writes v as TYPE:value, maps with sorted keys.
+func renderAV(v types.AttributeValue) string {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return "S:" + v.Value
+	case *types.AttributeValueMemberN:
+		return "N:" + v.Value
+	case *types.AttributeValueMemberM:
+		keys := make([]string, 0, len(v.Value))
+		for k := range v.Value {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			parts[i] = k + "=" + renderAV(v.Value[k])
+		}
+		return "M{" + strings.Join(parts, ",") + "}"
+	case *types.AttributeValueMemberL:
+		parts := make([]string, len(v.Value))
+		for i, e := range v.Value {
+			parts[i] = renderAV(e)
+		}
+		return "L[" + strings.Join(parts, ",") + "]"
+	}
+	return avType(v)
 }
 
 // countGets counts GetItem calls.
@@ -227,7 +257,7 @@ func TestHeldFromOldItem(t *testing.T) {
 	if !errors.As(err, &held) || held.Owner != "a" || !held.Expires.Equal(l.Expires) {
 		t.Fatalf("Acquire by b = %v, want HeldError{a, %v}", err, l.Expires)
 	}
-	err = s.Commit(t.Context(), "job", l, now, now.Add(-time.Hour), now)
+	err = s.Commit(t.Context(), "job", l, now, now.Add(-time.Hour), now, checkpoint.Update{})
 	if !errors.Is(err, checkpoint.ErrConflict) {
 		t.Fatalf("Commit from a wrong checkpoint = %v, want ErrConflict", err)
 	}

@@ -1,6 +1,6 @@
 // Package dynamodb is the production store on Amazon DynamoDB: the data
-// table (report.Source, ingest.Writer) and the job state table
-// (checkpoint.Store).
+// table (collect.Source, ingest.Writer) and the job state table
+// (checkpoint.Store, collect.Index).
 //
 // Data table: HASH = Options.PartitionAttr (S), RANGE = Options.SortAttr
 // (S); every other attribute is kept with its type (S or N) and exact text.
@@ -19,6 +19,11 @@
 // form (DynamoDB normalises it), so a checkpoint written by hand or by
 // another tool as "…T01:00:00Z" or "…T01:00:00.000Z" cannot make an
 // otherwise equal compare-and-set fail; and it matches lease_expires.
+//
+// The state table also holds the dedupe index (items whose job key is
+// "<job>#claim#<id>" or starts with "<job>#period#", described in
+// index.go), with Time to Live on expires_at: no other item of the table
+// may use that attribute.
 package dynamodb
 
 import (
@@ -40,12 +45,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/ingest"
-	"github.com/reportjob/reportjob/internal/report"
 )
 
 var (
-	_ report.Source    = (*Store)(nil)
+	_ collect.Source   = (*Store)(nil)
+	_ collect.Index    = (*Store)(nil)
 	_ ingest.Writer    = (*Store)(nil)
 	_ checkpoint.Store = (*Store)(nil)
 )
@@ -83,11 +89,12 @@ type Options struct {
 	// WriteDeadline is how long PutItems keeps retrying one batch of 25
 	// (unprocessed items, throttling, 5xx), counted from the batch's first
 	// attempt. Items still unwritten then are reported in a
-	// *ingest.WriteError.
+	// *ingest.WriteError. The dedupe index's batch reads and writes
+	// (BatchGetItem, BatchWriteItem) retry for as long.
 	WriteDeadline time.Duration
 	// WriteConcurrency is the number of batches PutItems writes at once.
 	WriteConcurrency int
-	// RetryBase and RetryCap shape PutItems' backoff: before retry n
+	// RetryBase and RetryCap shape the backoff of batch calls: before retry n
 	// (from 0) it sleeps a random duration in [0, min(RetryCap,
 	// RetryBase*2^n)) ("full jitter").
 	RetryBase, RetryCap time.Duration
@@ -108,8 +115,12 @@ type API interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
 	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+	DescribeTimeToLive(ctx context.Context, in *dynamodb.DescribeTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTimeToLiveOutput, error)
 }
 
 var _ API = (*dynamodb.Client)(nil)
@@ -122,6 +133,9 @@ type Store struct {
 	// sleep waits d or until ctx is done; tests replace it to observe
 	// backoff.
 	sleep func(ctx context.Context, d time.Duration) error
+	// clock is the wall clock DynamoDB's Time to Live goes by (not the
+	// report clock); tests replace it.
+	clock func() time.Time
 }
 
 // tableName is DynamoDB's rule for table names.
@@ -169,7 +183,7 @@ func New(api API, opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{api: api, opts: opts, log: log, sleep: sleepCtx}, nil
+	return &Store{api: api, opts: opts, log: log, sleep: sleepCtx, clock: time.Now}, nil
 }
 
 func setDefault(d *time.Duration, def time.Duration) {

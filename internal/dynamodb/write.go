@@ -120,64 +120,91 @@ func (s *Store) PutItems(ctx context.Context, items []item.Item) error {
 // writeBatch writes items[lo:hi] and returns the indexes of the items not
 // known to be written, in order, with the reason.
 func (s *Store) writeBatch(ctx context.Context, items []item.Item, reqs []types.WriteRequest, lo, hi int) ([]int, error) {
-	pending := make([]int, 0, hi-lo)
-	for i := lo; i < hi; i++ {
-		pending = append(pending, i)
+	left, err := s.batchWrite(ctx, s.opts.Table, reqs[lo:hi])
+	if len(left) == 0 {
+		return nil, err
 	}
+	return s.unprocessed(items, lo, hi, left), err
+}
+
+// batchWrite writes reqs (at most 25, distinct keys) to table with
+// BatchWriteItem, retrying unprocessed requests and retryable errors (see
+// retryBatch). It returns the requests not known to be written: none on
+// success.
+func (s *Store) batchWrite(ctx context.Context, table string, reqs []types.WriteRequest) ([]types.WriteRequest, error) {
+	pending := reqs
+	op := batchOp{err: fmt.Sprintf("batch write to table %q", table), log: "retrying batch write", table: table, noun: "items"}
+	err := s.retryBatch(ctx, op, func(ctx context.Context) (int, error) {
+		out, err := s.api.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+			RequestItems: map[string][]types.WriteRequest{table: pending},
+		})
+		if err != nil {
+			return len(pending), err
+		}
+		pending = out.UnprocessedItems[table]
+		return len(pending), nil
+	})
+	return pending, err
+}
+
+// batchOp names a batch operation for retryBatch's errors and logs.
+type batchOp struct {
+	err   string // error prefix: `batch write to table "t"`
+	log   string // log message: "retrying batch write"
+	table string
+	noun  string // what is left unprocessed: "items", "keys"
+}
+
+// retryBatch calls try until it leaves nothing pending. try makes one
+// attempt with the requests still pending and returns how many are pending
+// after it (all of them when it fails) and its error. Unprocessed requests
+// and retryable errors (throttling, 5xx, connection errors) are retried
+// with exponential backoff and full jitter until WriteDeadline after the
+// first attempt; any other error, or ctx ending, stops at once.
+func (s *Store) retryBatch(ctx context.Context, op batchOp, try func(ctx context.Context) (pending int, err error)) error {
 	deadline := time.Now().Add(s.opts.WriteDeadline)
 	// The SDK retryer may wait between its own attempts: bound the whole
 	// batch by the deadline.
 	bctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
-		batch := make([]types.WriteRequest, len(pending))
-		for j, i := range pending {
-			batch[j] = reqs[i]
-		}
-		out, err := s.api.BatchWriteItem(bctx, &dynamodb.BatchWriteItemInput{
-			RequestItems: map[string][]types.WriteRequest{s.opts.Table: batch},
-		})
+		pending, err := try(bctx)
 		var cause error
 		switch {
 		case err == nil:
-			pending = s.unprocessed(items, pending, out.UnprocessedItems[s.opts.Table])
-			if len(pending) == 0 {
-				return nil, nil
+			if pending == 0 {
+				return nil
 			}
-			cause = fmt.Errorf("%d items unprocessed", len(pending))
+			cause = fmt.Errorf("%d %s unprocessed", pending, op.noun)
 		case ctx.Err() != nil:
-			return pending, fmt.Errorf("batch write to table %q: %w", s.opts.Table, ctx.Err())
+			return fmt.Errorf("%s: %w", op.err, ctx.Err())
 		case bctx.Err() != nil:
-			return pending, fmt.Errorf("batch write to table %q: gave up after %s (%d attempts): %w",
-				s.opts.Table, s.opts.WriteDeadline, attempt+1, err)
+			return fmt.Errorf("%s: gave up after %s (%d attempts): %w", op.err, s.opts.WriteDeadline, attempt+1, err)
 		case !retryable(err):
-			return pending, fmt.Errorf("batch write to table %q: %w", s.opts.Table, err)
+			return fmt.Errorf("%s: %w", op.err, err)
 		default:
 			cause = err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return pending, fmt.Errorf("batch write to table %q: gave up after %s (%d attempts): %w",
-				s.opts.Table, s.opts.WriteDeadline, attempt+1, cause)
+			return fmt.Errorf("%s: gave up after %s (%d attempts): %w", op.err, s.opts.WriteDeadline, attempt+1, cause)
 		}
 		d := min(s.backoff(attempt), left)
 		level := slog.LevelDebug
 		if attempt == 0 {
 			level = slog.LevelWarn // once per batch: throttling is worth knowing, not a flood
 		}
-		s.log.Log(ctx, level, "retrying batch write", logTable, s.opts.Table, logAttempt, attempt+1,
-			logPending, len(pending), logDelay, d, logErr, cause)
+		s.log.Log(ctx, level, op.log, logTable, op.table, logAttempt, attempt+1,
+			logPending, pending, logDelay, d, logErr, cause)
 		if err := s.sleep(ctx, d); err != nil {
-			return pending, fmt.Errorf("batch write to table %q: %w", s.opts.Table, err)
+			return fmt.Errorf("%s: %w", op.err, err)
 		}
 	}
 }
 
-// unprocessed returns the indexes of pending whose keys are in un.
-func (s *Store) unprocessed(items []item.Item, pending []int, un []types.WriteRequest) []int {
-	if len(un) == 0 {
-		return nil
-	}
+// unprocessed returns the indexes in [lo, hi) of the items whose keys are
+// in un.
+func (s *Store) unprocessed(items []item.Item, lo, hi int, un []types.WriteRequest) []int {
 	keys := make(map[[2]string]bool, len(un))
 	for _, r := range un {
 		if r.PutRequest == nil {
@@ -190,7 +217,7 @@ func (s *Store) unprocessed(items []item.Item, pending []int, un []types.WriteRe
 		}
 	}
 	var out []int
-	for _, i := range pending {
+	for i := lo; i < hi; i++ {
 		if keys[[2]string{items[i].PK, items[i].SK}] {
 			out = append(out, i)
 		}
@@ -265,4 +292,91 @@ func (s *Store) PutNew(ctx context.Context, it item.Item) error {
 		return fmt.Errorf("put new item (%q, %q) in table %q: %w", it.PK, it.SK, s.opts.Table, err)
 	}
 	return nil
+}
+
+// maxBatchBytes bounds the requests of one asyncWriter batch (BatchWriteItem
+// takes up to 16 MB; smaller batches bound the memory in flight).
+const maxBatchBytes = 4 << 20
+
+// asyncWriter writes requests to one table in BatchWriteItem calls of up to
+// 25 requests (and about maxBatchBytes), with up to WriteConcurrency calls
+// in flight, each retried as batchWrite does. The first failure is kept and
+// returned by every later put and flush; batches not sent yet are then
+// dropped. Its methods must be called from one goroutine.
+type asyncWriter struct {
+	s     *Store
+	ctx   context.Context
+	table string
+	batch []types.WriteRequest
+	size  int
+	slots chan struct{}
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	err   error
+}
+
+func (s *Store) newAsyncWriter(ctx context.Context, table string) *asyncWriter {
+	return &asyncWriter{s: s, ctx: ctx, table: table, slots: make(chan struct{}, s.opts.WriteConcurrency)}
+}
+
+// put queues r, whose encoded size is about size bytes. Keys must be
+// distinct within a batch: callers put each key once.
+func (w *asyncWriter) put(r types.WriteRequest, size int) error {
+	if err := w.failed(); err != nil {
+		return err
+	}
+	w.batch = append(w.batch, r)
+	w.size += size
+	if len(w.batch) == batchSize || w.size >= maxBatchBytes {
+		w.send()
+	}
+	return nil
+}
+
+// send starts writing the queued batch, once a slot is free.
+func (w *asyncWriter) send() {
+	b := w.batch
+	w.batch, w.size = nil, 0
+	select {
+	case w.slots <- struct{}{}:
+	case <-w.ctx.Done():
+		w.fail(fmt.Errorf("batch write to table %q: %w", w.table, w.ctx.Err()))
+		return
+	}
+	w.wg.Go(func() {
+		defer func() { <-w.slots }()
+		if left, err := w.s.batchWrite(w.ctx, w.table, b); err != nil {
+			w.fail(fmt.Errorf("%d of %d writes not done: %w", len(left), len(b), err))
+		}
+	})
+}
+
+// flush writes what is queued, waits for every call in flight and returns
+// the first failure.
+func (w *asyncWriter) flush() error {
+	if len(w.batch) > 0 && w.failed() == nil {
+		w.send()
+	}
+	w.wg.Wait()
+	return w.failed()
+}
+
+// wait drops what is queued and waits for the calls in flight.
+func (w *asyncWriter) wait() {
+	w.batch, w.size = nil, 0
+	w.wg.Wait()
+}
+
+func (w *asyncWriter) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+func (w *asyncWriter) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }

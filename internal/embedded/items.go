@@ -138,3 +138,26 @@ func (s *Store) readPage(pk string, after []byte, page []item.Item) ([]item.Item
 	}
 	return page, after, more, nil
 }
+
+// DeleteItem removes the item with keys (pk, sk), if any: what an operator
+// does with DynamoDB's DeleteItem to remove a wrong item before a backfill.
+func (s *Store) DeleteItem(ctx context.Context, pk, sk string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketItems)
+		if root == nil {
+			return nil
+		}
+		part := root.Bucket([]byte(pk))
+		if part == nil {
+			return nil
+		}
+		return part.Delete([]byte(sk))
+	})
+	if err != nil {
+		return fmt.Errorf("delete item (%q, %q) from %s: %w", pk, sk, s.path, err)
+	}
+	return nil
+}

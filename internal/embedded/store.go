@@ -1,12 +1,12 @@
 // Package embedded is the store backend that needs no server: one bbolt
-// file holds the data table (report.Source, ingest.Writer) and every job's
-// checkpoint and lease (checkpoint.Store).
+// file holds the data table (collect.Source, ingest.Writer) and every job's
+// state: checkpoint, lease, rechecks and restatements (checkpoint.Store).
 //
 // Layout of the file:
 //
 //	meta                     format -> "reportjob/1"
 //	items / <partition key>  <sort key> -> encoded attributes (see codec.go)
-//	jobs                     <job name> -> JSON job state (checkpoint, lease)
+//	jobs                     <job name> -> JSON job state (see jobRecord in checkpoint.go)
 //
 // Items are kept in one nested bucket per partition key, so a Query reads
 // only its partition, in sort key byte order, as DynamoDB does.
@@ -20,8 +20,13 @@
 // up to Options.LockTimeout and then gets an error matching ErrLocked,
 // which the command line reports as "lease held elsewhere" (exit 3).
 // Within the process that has the file open, the lease in the jobs bucket
-// still applies, exactly as with DynamoDB. A lease left by a process that
-// crashed stays held until it expires, as with DynamoDB.
+// still applies, exactly as with DynamoDB.
+//
+// Each Open is a session with a random id, which the lease records. A
+// lease recorded by another session belongs to a process that has closed
+// the file or died (the file lock proves it is not running): Acquire takes
+// it over at once, with the next token, instead of waiting for it to
+// expire. Within one session the lease rules are DynamoDB's.
 package embedded
 
 import (
@@ -36,12 +41,12 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/ingest"
-	"github.com/reportjob/reportjob/internal/report"
 )
 
 var (
-	_ report.Source    = (*Store)(nil)
+	_ collect.Source   = (*Store)(nil)
 	_ ingest.Writer    = (*Store)(nil)
 	_ checkpoint.Store = (*Store)(nil)
 )
@@ -99,6 +104,8 @@ type Store struct {
 	db   *bolt.DB
 	path string
 	opts Options
+	// session identifies this Open of the file in the leases it grants.
+	session string
 }
 
 // Open opens the store file at path, creating it and its parent
@@ -123,7 +130,7 @@ func Open(path string, opts Options) (*Store, error) {
 	case err != nil:
 		return nil, fmt.Errorf("open embedded store %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, opts: opts}
+	s := &Store{db: db, path: path, opts: opts, session: newSession()}
 	if err := s.checkFormat(); err != nil {
 		_ = db.Close()
 		return nil, err

@@ -1,40 +1,78 @@
-// Package filesink is a report.Sink on a local folder. Keys map to paths
-// below the folder. Writes are atomic: a hidden temporary file in the
-// target's folder, fsynced, renamed over the target, and the folder fsynced.
+// Package filesink is a sink driver (driver.Bucket) on a local folder:
+// the key "a/b/c.csv" is the file DIR/a/b/c.csv. Callers use it through
+// the portable sink.Bucket: sink.New(s), s from New(dir).
+//
+// Every file operation goes through an os.Root on DIR, so no key, symbolic
+// link or concurrent rename can reach outside the folder. Files are 0640
+// and the folders it creates 0750 (less when the umask says so).
+//
+// A Put is atomic: the body goes to a hidden temporary file in the
+// target's folder, which is fsynced and renamed over the target, and the
+// folder is fsynced. A conditional Put compares the target's ETag and
+// renames while holding an exclusive flock(2) on DIR/.reportjob-sink.lock,
+// so that of two processes (or goroutines) racing to create or replace
+// one object exactly one wins. Delete removes the file and then the
+// folders it leaves empty, up to DIR.
+//
+// Names whose first byte is '.' are the driver's own (the lock, temporary
+// files) or foreign (editor and desktop files): List never shows them,
+// and keys with a segment starting with ".reportjob-" are reserved.
 package filesink
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
-	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/sink"
+	"github.com/reportjob/reportjob/internal/sink/driver"
 )
 
 const (
-	fileMode = 0o644
-	dirMode  = 0o755
-	// tmpMark is in every temporary file's name. It is outside the key
-	// alphabet, so no key ever names a temporary file and List skips them.
-	tmpMark = "~tmp"
+	fileMode = 0o640
+	dirMode  = 0o750
+	// reservedPrefix starts the name of every file the driver keeps for
+	// itself; no key may have a segment starting with it.
+	reservedPrefix = ".reportjob-"
+	// lockName is the lock file of conditional puts, in DIR.
+	lockName = reservedPrefix + "sink.lock"
+	// tmpPrefix starts the name of every temporary file.
+	tmpPrefix = reservedPrefix + "tmp-"
+	// pathMax is Linux's PATH_MAX less its terminating NUL: the longest
+	// absolute path of a file another program can open.
+	pathMax = 4095
+	// nameMax is the longest file name (one segment).
+	nameMax = 255
+	// mkdirRetries bounds the retries of a Put whose folder a concurrent
+	// Delete removed while it was being created.
+	mkdirRetries = 3
 )
 
-// Sink is a report.Sink on a local folder.
+var errReserved = errors.New("key has a segment starting with " + reservedPrefix + ", reserved for the file sink's own files")
+
+// Sink is a driver.Bucket on a local folder. It is safe for concurrent
+// use, by several goroutines and several processes.
 type Sink struct {
-	dir string // absolute, cleaned
+	dir  string   // absolute, cleaned
+	root *os.Root // dir
+	// sem serializes this process's conditional puts before they take
+	// the flock (which excludes other processes).
+	sem chan struct{}
 }
 
-var _ report.Sink = (*Sink)(nil)
+var _ driver.Bucket = (*Sink)(nil)
 
-// New returns a sink on dir, creating it (and its parents) if needed.
+// New returns a sink on dir, creating it (and its parents, 0750) if
+// needed. Close releases it.
 func New(dir string) (*Sink, error) {
 	if dir == "" {
 		return nil, errors.New("file sink: empty folder")
@@ -46,201 +84,241 @@ func New(dir string) (*Sink, error) {
 	if err := os.MkdirAll(abs, dirMode); err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
-	return &Sink{dir: abs}, nil
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("file sink: %w", err)
+	}
+	return &Sink{dir: abs, root: root, sem: make(chan struct{}, 1)}, nil
 }
+
+// Close releases the folder. The Sink must not be used afterwards.
+func (s *Sink) Close() error { return s.root.Close() }
 
 // Dir returns the sink's absolute folder.
 func (s *Sink) Dir() string { return s.dir }
 
-// path returns the file path of key, checking that it stays inside the
-// sink's folder.
-func (s *Sink) path(key string) (string, error) {
-	if err := report.CheckKey(key); err != nil {
-		return "", err
-	}
-	p := filepath.Join(s.dir, filepath.FromSlash(key))
-	if !within(s.dir, p) {
-		return "", fmt.Errorf("%w %q: outside %s", report.ErrBadKey, key, s.dir)
-	}
-	return p, nil
+// String returns "file://" and the absolute folder: "file:///srv/reports".
+func (s *Sink) String() string { return "file://" + filepath.ToSlash(s.dir) }
+
+// MaxKeyLen is what keeps DIR/key within PATH_MAX (4,095 bytes).
+func (s *Sink) MaxKeyLen() int { return pathMax - len(s.dir) - 1 }
+
+// MaxSegmentLen is the longest file name, 255 bytes.
+func (s *Sink) MaxSegmentLen() int { return nameMax }
+
+// reserved reports whether key has a segment starting with reservedPrefix.
+func reserved(key string) bool {
+	return strings.HasPrefix(key, reservedPrefix) || strings.Contains(key, "/"+reservedPrefix)
 }
 
-func within(dir, p string) bool {
-	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+// missing reports whether err says there is no file at a path (or a
+// component of the path is a file, not a folder).
+func missing(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }
 
-// NewWriter starts writing key into a temporary file beside its target.
-func (s *Sink) NewWriter(ctx context.Context, key, contentType string) (report.ObjectWriter, error) {
-	p, err := s.path(key)
+// attrs returns the Attrs of the file fi at key.
+func attrs(key string, fi fs.FileInfo) driver.Attrs {
+	return driver.Attrs{Key: key, Size: fi.Size(), ETag: etag(fi), Modified: fi.ModTime().UTC()}
+}
+
+// Put writes body to a temporary file beside the target, fsyncs it and
+// renames it over the target (under the lock for a conditional Put), then
+// fsyncs the folder. Every Put gives the file a modification time later
+// than the one it replaces, so its ETag is new even for the same bytes.
+func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int64, opts driver.PutOptions) (driver.Attrs, error) {
+	if reserved(key) {
+		return driver.Attrs{}, errReserved
+	}
+	folder, base := path.Split(key)
+	dir, tmp, f, err := s.createTemp(strings.TrimSuffix(folder, "/"))
 	if err != nil {
-		return nil, err
+		return driver.Attrs{}, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("write %s: %w", p, err)
-	}
-	dir, base := filepath.Split(p)
-	if err := os.MkdirAll(dir, dirMode); err != nil {
-		return nil, fmt.Errorf("write %s: %w", p, err)
-	}
-	f, err := os.CreateTemp(dir, "."+base+tmpMark+"*")
-	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", p, err)
-	}
-	if err := f.Chmod(fileMode); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("write %s: %w", p, err)
-	}
-	return &writer{ctx: ctx, path: p, f: f, buf: bufio.NewWriterSize(f, 64<<10)}, nil
-}
-
-// writer is an object being written to a temporary file.
-type writer struct {
-	ctx  context.Context
-	path string
-	f    *os.File // nil once committed or aborted
-	buf  *bufio.Writer
-	err  error // first write error
-}
-
-var errClosed = errors.New("object writer already committed or aborted")
-
-func (w *writer) Write(p []byte) (int, error) {
-	if w.f == nil {
-		return 0, fmt.Errorf("write %s: %w", w.path, errClosed)
-	}
-	if w.err != nil {
-		return 0, w.err
-	}
-	if err := w.ctx.Err(); err != nil {
-		w.err = fmt.Errorf("write %s: %w", w.path, err)
-		return 0, w.err
-	}
-	n, err := w.buf.Write(p)
-	if err != nil {
-		w.err = fmt.Errorf("write %s: %w", w.path, err)
-	}
-	return n, w.err
-}
-
-// Commit flushes and fsyncs the temporary file, renames it over the
-// target and fsyncs the folder. On any error the temporary file is removed.
-func (w *writer) Commit() error {
-	if w.f == nil {
-		return nil
-	}
-	err := w.commit()
-	if err != nil {
-		w.discard()
-		return err
-	}
-	w.f = nil
-	return nil
-}
-
-func (w *writer) commit() error {
-	if w.err != nil {
-		return w.err
-	}
-	if err := w.ctx.Err(); err != nil {
-		return fmt.Errorf("write %s: %w", w.path, err)
-	}
-	if err := w.buf.Flush(); err != nil {
-		return fmt.Errorf("write %s: %w", w.path, err)
-	}
-	if err := w.f.Sync(); err != nil {
-		return fmt.Errorf("write %s: sync: %w", w.path, err)
-	}
-	if err := w.f.Close(); err != nil {
-		return fmt.Errorf("write %s: close: %w", w.path, err)
-	}
-	if err := os.Rename(w.f.Name(), w.path); err != nil {
-		return fmt.Errorf("write %s: %w", w.path, err)
-	}
-	if err := syncDir(filepath.Dir(w.path)); err != nil {
-		return fmt.Errorf("write %s: sync folder: %w", w.path, err)
-	}
-	return nil
-}
-
-// Abort removes the temporary file.
-func (w *writer) Abort() error {
-	if w.f == nil {
-		return nil
-	}
-	err := w.discard()
-	if err != nil {
-		return fmt.Errorf("abort %s: %w", w.path, err)
-	}
-	return nil
-}
-
-func (w *writer) discard() error {
-	name := w.f.Name()
-	w.f.Close() // may already be closed
-	w.f = nil
-	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// Open opens the file at key.
-func (s *Sink) Open(ctx context.Context, key string) (io.ReadCloser, error) {
-	p, err := s.path(key)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return nil, fmt.Errorf("open %s: %w", p, report.ErrNotFound)
+	defer dir.close()
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			dir.r.Remove(tmp)
+			s.prune(path.Dir(key)) // a folder made for this Put
 		}
-		return nil, fmt.Errorf("open %s: %w", p, err)
+	}()
+	if err := f.Chmod(fileMode); err != nil {
+		return driver.Attrs{}, err
+	}
+	if _, err := body.Seek(0, io.SeekStart); err != nil {
+		return driver.Attrs{}, fmt.Errorf("body: %w", err)
+	}
+	n, err := io.CopyBuffer(f, ctxReader{ctx, io.LimitReader(body, size)}, make([]byte, 256<<10))
+	if err != nil {
+		return driver.Attrs{}, fmt.Errorf("write temporary file: %w", err)
+	}
+	if n != size {
+		return driver.Attrs{}, fmt.Errorf("body: %w after %d of %d bytes", io.ErrUnexpectedEOF, n, size)
+	}
+	if err := f.Sync(); err != nil {
+		return driver.Attrs{}, fmt.Errorf("sync temporary file: %w", err)
+	}
+	var fi fs.FileInfo
+	if opts.IfNoneMatch || opts.IfMatch != "" {
+		unlock, err := s.lock(ctx)
+		if err != nil {
+			return driver.Attrs{}, err
+		}
+		defer unlock()
+		cur, err := dir.r.Lstat(base)
+		if err != nil && !missing(err) {
+			return driver.Attrs{}, err
+		}
+		if err := precondition(cur, opts); err != nil {
+			return driver.Attrs{}, err
+		}
+		if fi, err = stamp(dir.r, tmp, f, cur); err != nil {
+			return driver.Attrs{}, err
+		}
+		if err := ctx.Err(); err != nil {
+			return driver.Attrs{}, err
+		}
+		if err := dir.r.Rename(tmp, base); err != nil {
+			return driver.Attrs{}, err
+		}
+		unlock()
+	} else {
+		if fi, err = stamp(dir.r, tmp, f, nil); err != nil {
+			return driver.Attrs{}, err
+		}
+		if err := ctx.Err(); err != nil {
+			return driver.Attrs{}, err
+		}
+		if err := dir.r.Rename(tmp, base); err != nil {
+			return driver.Attrs{}, err
+		}
+	}
+	done = true
+	if err := f.Close(); err != nil {
+		return driver.Attrs{}, fmt.Errorf("close %s: %w", key, err)
+	}
+	if err := dir.sync(); err != nil {
+		return driver.Attrs{}, err
+	}
+	return attrs(key, fi), nil
+}
+
+// precondition checks opts against cur, the target's Lstat (nil when
+// there is none).
+func precondition(cur fs.FileInfo, opts driver.PutOptions) error {
+	switch {
+	case opts.IfNoneMatch && cur != nil:
+		return fmt.Errorf("%w: an object exists (ETag %s)", driver.ErrPrecondition, etagOf(cur))
+	case opts.IfMatch == "":
+		return nil
+	case cur == nil:
+		return fmt.Errorf("%w: no object, want ETag %s", driver.ErrPrecondition, opts.IfMatch)
+	case etagOf(cur) != opts.IfMatch:
+		return fmt.Errorf("%w: ETag is %s, want %s", driver.ErrPrecondition, etagOf(cur), opts.IfMatch)
+	}
+	return nil
+}
+
+// etagOf is etag, or "a folder" for a folder.
+func etagOf(fi fs.FileInfo) string {
+	if !fi.Mode().IsRegular() {
+		return "(not a file)"
+	}
+	return etag(fi)
+}
+
+// stamp sets the modification time of the temporary file tmp (open as f)
+// to now, or just after cur's when that is not earlier, fsyncs it and
+// returns its FileInfo.
+func stamp(dir *os.Root, tmp string, f *os.File, cur fs.FileInfo) (fs.FileInfo, error) {
+	mtime := time.Now()
+	if cur != nil && !mtime.After(cur.ModTime()) {
+		mtime = cur.ModTime().Add(time.Nanosecond)
+	}
+	if err := dir.Chtimes(tmp, time.Time{}, mtime); err != nil {
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, fmt.Errorf("sync temporary file: %w", err)
 	}
 	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, fmt.Errorf("open %s: not a regular file: %w", p, report.ErrNotFound)
+	if err != nil {
+		return nil, err
 	}
+	return fi, nil
+}
+
+// ctxReader fails reads once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Get opens the regular file at key.
+func (s *Sink) Get(ctx context.Context, key string) (io.ReadCloser, driver.Attrs, error) {
+	if _, err := s.Stat(ctx, key); err != nil {
+		return nil, driver.Attrs{}, err
+	}
+	f, err := s.root.Open(key)
+	if err != nil {
+		if missing(err) {
+			return nil, driver.Attrs{}, driver.ErrNotFound
+		}
+		return nil, driver.Attrs{}, err
+	}
+	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("open %s: %w", p, err)
+		return nil, driver.Attrs{}, err
 	}
-	return f, nil
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, driver.Attrs{}, driver.ErrNotFound
+	}
+	return f, attrs(key, fi), nil
+}
+
+// Stat returns the Attrs of the regular file at key; anything else
+// (nothing, a folder, a symbolic link) is ErrNotFound.
+func (s *Sink) Stat(_ context.Context, key string) (driver.Attrs, error) {
+	if reserved(key) {
+		return driver.Attrs{}, driver.ErrNotFound
+	}
+	fi, err := s.root.Lstat(key)
+	if err != nil {
+		if missing(err) {
+			return driver.Attrs{}, driver.ErrNotFound
+		}
+		return driver.Attrs{}, err
+	}
+	if !fi.Mode().IsRegular() {
+		return driver.Attrs{}, driver.ErrNotFound
+	}
+	return attrs(key, fi), nil
 }
 
 // List walks the folder of prefix (the part up to its last '/') and returns
-// the regular files whose key starts with prefix, sorted by key. Files whose
-// path is not a valid key (temporary files, anything foreign) are skipped.
-func (s *Sink) List(ctx context.Context, prefix string) ([]report.ObjectInfo, error) {
-	if err := report.CheckPrefix(prefix); err != nil {
-		return nil, err
-	}
-	root := s.dir
+// the regular files whose key starts with prefix, sorted by key. Names
+// starting with '.' (the lock, temporary files, foreign hidden files) and
+// files whose path is not a valid key are skipped.
+func (s *Sink) List(ctx context.Context, prefix string) ([]driver.Attrs, error) {
+	start := "."
 	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
-		root = filepath.Join(s.dir, filepath.FromSlash(prefix[:i]))
-		if !within(s.dir, root) {
-			return nil, fmt.Errorf("%w: prefix %q: outside %s", report.ErrBadKey, prefix, s.dir)
-		}
+		start = prefix[:i]
 	}
-	var out []report.ObjectInfo
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	var out []driver.Attrs
+	err := fs.WalkDir(s.root.FS(), start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
-			if p == root && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
+			if p == start && missing(err) {
 				return fs.SkipAll
 			}
 			return err
@@ -248,30 +326,78 @@ func (s *Sink) List(ctx context.Context, prefix string) ([]report.ObjectInfo, er
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if !d.Type().IsRegular() {
+		if p == "." {
 			return nil
 		}
-		rel, err := filepath.Rel(s.dir, p)
-		if err != nil {
-			return err
+		if strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
 		}
-		key := filepath.ToSlash(rel)
-		if !strings.HasPrefix(key, prefix) || report.CheckKey(key) != nil {
+		if d.IsDir() {
+			if !strings.HasPrefix(p+"/", prefix) && !strings.HasPrefix(prefix, p+"/") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || !strings.HasPrefix(p, prefix) || sink.CheckKey(p) != nil {
 			return nil
 		}
 		fi, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
+		if missing(err) {
 			return nil // removed since the folder was read
 		}
 		if err != nil {
 			return err
 		}
-		out = append(out, report.ObjectInfo{Key: key, Size: fi.Size(), Modified: fi.ModTime().UTC()})
+		out = append(out, attrs(p, fi))
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s prefix %q: %w", s.dir, prefix, err)
+		return nil, err
 	}
-	slices.SortFunc(out, func(a, b report.ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b driver.Attrs) int { return strings.Compare(a.Key, b.Key) })
 	return out, nil
+}
+
+// Delete removes the file at key, then the folders above it that it left
+// empty, up to (not including) the sink's folder, and fsyncs the folder
+// that remains. A missing file is not an error.
+func (s *Sink) Delete(_ context.Context, key string) error {
+	if reserved(key) {
+		return nil
+	}
+	fi, err := s.root.Lstat(key)
+	if missing(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return nil // a folder is not an object
+	}
+	if err := s.root.Remove(key); err != nil && !missing(err) {
+		return err
+	}
+	p := s.prune(path.Dir(key))
+	if err := (folder{r: s.root}).syncPath(p); err != nil && !missing(err) {
+		return err
+	}
+	return nil
+}
+
+// prune removes the folder p if it is empty, then its parents that are
+// left empty, up to (not including) the sink's folder, and returns the
+// first folder it did not remove ("." for the sink's).
+func (s *Sink) prune(p string) string {
+	for ; p != "."; p = path.Dir(p) {
+		// Remove fails on a folder that is not empty: an object, or a
+		// Put that has created its temporary file there.
+		if err := s.root.Remove(p); err != nil && !missing(err) {
+			break
+		}
+	}
+	return p
 }

@@ -45,6 +45,13 @@ const (
 	Duplicates              = "reportjob_duplicates"
 	Lag                     = "reportjob_lag_seconds"
 	LastRunSuccess          = "reportjob_last_run_success"
+	Rechecks                = "reportjob_rechecks"
+	RechecksRemaining       = "reportjob_rechecks_remaining"
+	Restatements            = "reportjob_restatements"
+	LateItems               = "reportjob_late_items"
+	VerifyPeriods           = "reportjob_verify_periods"
+	VerifyDifferences       = "reportjob_verify_differences"
+	VerifyTimestamp         = "reportjob_verify_last_timestamp_seconds"
 )
 
 // DefaultTimeout bounds a push when Push is given a nil client. A push that
@@ -70,6 +77,12 @@ type Run struct {
 	Transactions, Rejects, Duplicates int64
 	// LagSeconds is how far the checkpoint is behind the clock at End.
 	LagSeconds float64
+	// Rechecks done by the run and RechecksRemaining still due after it.
+	Rechecks, RechecksRemaining int
+	// Restatements are the revisions the run published over earlier ones;
+	// LateItems the items those revisions read beyond their predecessors'.
+	Restatements int
+	LateItems    int64
 }
 
 // Push sends r to the Pushgateway at pushgatewayURL (scheme://host:port, with
@@ -109,6 +122,10 @@ func Push(ctx context.Context, pushgatewayURL string, r Run, client *http.Client
 	gauge(Rejects, "Items rejected (unbillable) by the last run.", float64(r.Rejects))
 	gauge(Duplicates, "Identical duplicate items dropped by the last run.", float64(r.Duplicates))
 	gauge(Lag, "Seconds between the end of the last run and the checkpoint (how far behind the reports are).", r.LagSeconds)
+	gauge(Rechecks, "Delivered periods re-read by the last run (report.recheck_after).", float64(r.Rechecks))
+	gauge(RechecksRemaining, "Rechecks still due after the last run.", float64(r.RechecksRemaining))
+	gauge(Restatements, "Periods the last run restated (published a new revision of) because their items changed.", float64(r.Restatements))
+	gauge(LateItems, "Items the last run's restatements found beyond what the replaced revisions had read.", float64(r.LateItems))
 	if r.Success {
 		gauge(LastSuccessTimestamp, "Unix time the last successful run of the job ended.", unixSeconds(r.End))
 	}
@@ -190,4 +207,51 @@ func boolFloat(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// Verify is the outcome of one `verify` run.
+type Verify struct {
+	Job string
+	End time.Time
+	// Periods checked, and Differences: periods that differ from their
+	// manifest (before any repair).
+	Periods, Differences int
+}
+
+// PushVerify sends v to the Pushgateway under the grouping key (job,
+// command="verify"), so that it neither replaces nor is replaced by the
+// runs' group. It is always a PUT: the group holds only the last verify.
+func PushVerify(ctx context.Context, pushgatewayURL string, v Verify, client *http.Client) error {
+	base, user, pass, err := splitURL(pushgatewayURL)
+	if err != nil {
+		return err
+	}
+	if v.Job == "" || v.End.IsZero() {
+		return fmt.Errorf("push metrics to %s: %w: job and end time are required", base, ErrInvalidRun)
+	}
+	if client == nil {
+		client = &http.Client{Timeout: DefaultTimeout}
+	}
+	reg := prometheus.NewRegistry()
+	for _, g := range []struct {
+		name, help string
+		v          float64
+	}{
+		{VerifyTimestamp, "Unix time the last verify ended.", unixSeconds(v.End)},
+		{VerifyPeriods, "Periods the last verify checked.", float64(v.Periods)},
+		{VerifyDifferences, "Periods the last verify found different from their manifest (late items, missing, corrupt or unlisted objects, no manifest).", float64(v.Differences)},
+	} {
+		m := prometheus.NewGauge(prometheus.GaugeOpts{Name: g.name, Help: g.help})
+		m.Set(g.v)
+		reg.MustRegister(m)
+	}
+	p := push.New(base, v.Job).Grouping("command", "verify").Gatherer(reg).Client(client).
+		Format(expfmt.NewFormat(expfmt.TypeTextPlain))
+	if user != "" || pass != "" {
+		p = p.BasicAuth(user, pass)
+	}
+	if err := p.PushContext(ctx); err != nil {
+		return fmt.Errorf("push metrics to %s: %w", base, err)
+	}
+	return nil
 }

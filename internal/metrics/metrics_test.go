@@ -124,6 +124,7 @@ func sampleRun(success bool) Run {
 		PeriodsProcessed: 3, PeriodsRemaining: 2,
 		Transactions: 1234, Rejects: 5, Duplicates: 7,
 		LagSeconds: 3720.5,
+		Rechecks:   4, RechecksRemaining: 1, Restatements: 2, LateItems: 9,
 	}
 }
 
@@ -154,6 +155,10 @@ func TestPushSuccess(t *testing.T) {
 		Rejects:                 5,
 		Duplicates:              7,
 		Lag:                     3720.5,
+		Rechecks:                4,
+		RechecksRemaining:       1,
+		Restatements:            2,
+		LateItems:               9,
 	}
 	for name, v := range want {
 		if got := gaugeValue(t, req.families, name); got != v {
@@ -191,8 +196,8 @@ func TestPushFailure(t *testing.T) {
 	if got := gaugeValue(t, req.families, PeriodsRemaining); got != 2 {
 		t.Errorf("%s = %v, want 2", PeriodsRemaining, got)
 	}
-	if len(req.families) != 9 {
-		t.Errorf("pushed %d metrics, want 9: %v", len(req.families), slices.Sorted(maps.Keys(req.families)))
+	if len(req.families) != 13 {
+		t.Errorf("pushed %d metrics, want 13: %v", len(req.families), slices.Sorted(maps.Keys(req.families)))
 	}
 }
 
@@ -338,5 +343,27 @@ func TestPushInvalid(t *testing.T) {
 	}
 	if n := g.count(); n != 0 {
 		t.Errorf("gateway got %d requests for invalid input, want 0", n)
+	}
+}
+
+// TestPushVerify: verify pushes its own group, so that a run's PUT does not
+// delete it and it does not replace the run's metrics.
+func TestPushVerify(t *testing.T) {
+	g, srv := newGateway(t)
+	err := PushVerify(context.Background(), srv.URL, Verify{Job: "billing-report", End: t1, Periods: 24, Differences: 2}, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := g.last()
+	if req.method != http.MethodPut || req.path != "/metrics/job/billing-report/command/verify" {
+		t.Errorf("%s %s, want PUT /metrics/job/billing-report/command/verify", req.method, req.path)
+	}
+	for name, v := range map[string]float64{VerifyPeriods: 24, VerifyDifferences: 2, VerifyTimestamp: float64(t1.Unix()) + 0.5} {
+		if got := gaugeValue(t, req.families, name); got != v {
+			t.Errorf("%s = %v, want %v", name, got, v)
+		}
+	}
+	if err := PushVerify(context.Background(), srv.URL, Verify{}, srv.Client()); !errors.Is(err, ErrInvalidRun) {
+		t.Errorf("empty Verify: %v, want ErrInvalidRun", err)
 	}
 }

@@ -1,6 +1,8 @@
 // Package money handles amounts as integer minor units of an ISO 4217
-// currency: exact parsing, formatting, and commission rounding. No float
-// is used anywhere.
+// currency: the currencies and their minor units (ISO 4217 list one),
+// exact parsing and formatting, commission rounding, and Total, a signed
+// 128-bit sum for period totals and DECIMAL(38,4) columns. No float is used
+// anywhere.
 package money
 
 import (
@@ -58,11 +60,32 @@ const maxExpDigits = 4
 // parse; the caller decides whether they are allowed. Errors are
 // *AmountError.
 func ParseAmount(text string, c Currency) (int64, error) {
-	bad := func(reason string) (int64, error) {
-		return 0, &AmountError{Text: text, Reason: reason, Err: ErrBadAmount}
+	neg, digits, k, err := scanMinor(text, c)
+	if err != nil || digits == "" {
+		return 0, err
+	}
+	if len(digits)+k > 19 {
+		return 0, &AmountError{Text: text, Reason: "out of range", Err: ErrOverflow}
+	}
+	digits += strings.Repeat("0", k)
+	u, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil || u > math.MaxInt64+1 || (!neg && u > math.MaxInt64) {
+		return 0, &AmountError{Text: text, Reason: "out of range", Err: ErrOverflow}
+	}
+	if neg {
+		return int64(-u), nil // -(2^63) wraps to MinInt64, as intended
+	}
+	return int64(u), nil
+}
+
+// scanMinor reads text with ParseAmount's grammar as a number of minor
+// units of c: |value| = digits x 10^k, digits without leading zeros ("" for
+// zero) and k >= 0. The error is an *AmountError wrapping ErrBadAmount.
+func scanMinor(text string, c Currency) (neg bool, digits string, k int, err error) {
+	bad := func(reason string) (bool, string, int, error) {
+		return false, "", 0, &AmountError{Text: text, Reason: reason, Err: ErrBadAmount}
 	}
 	s := text
-	neg := false
 	if s != "" && (s[0] == '+' || s[0] == '-') {
 		neg = s[0] == '-'
 		s = s[1:]
@@ -99,12 +122,12 @@ func ParseAmount(text string, c Currency) (int64, error) {
 			e = esign * n
 		}
 	}
-	digits := strings.TrimLeft(intPart+frac, "0")
+	digits = strings.TrimLeft(intPart+frac, "0")
 	if digits == "" {
-		return 0, nil
+		return false, "", 0, nil
 	}
 	// value = digits * 10^k minor units.
-	k := e - len(frac) + c.Digits
+	k = e - len(frac) + c.Digits
 	if k < 0 {
 		trimmed := strings.TrimRight(digits, "0")
 		if len(digits)-len(trimmed) < -k {
@@ -116,18 +139,7 @@ func ParseAmount(text string, c Currency) (int64, error) {
 		digits = digits[:len(digits)+k]
 		k = 0
 	}
-	if len(digits)+k > 19 {
-		return 0, &AmountError{Text: text, Reason: "out of range", Err: ErrOverflow}
-	}
-	digits += strings.Repeat("0", k)
-	u, err := strconv.ParseUint(digits, 10, 64)
-	if err != nil || u > math.MaxInt64+1 || (!neg && u > math.MaxInt64) {
-		return 0, &AmountError{Text: text, Reason: "out of range", Err: ErrOverflow}
-	}
-	if neg {
-		return int64(-u), nil // -(2^63) wraps to MinInt64, as intended
-	}
-	return int64(u), nil
+	return neg, digits, k, nil
 }
 
 func allDigits(s string) bool {
@@ -184,14 +196,19 @@ func Add(a, b int64) (int64, error) {
 // Format returns minor units as a decimal in c's own digits: "19.99",
 // "-0.05", "1500" (JPY), "1.500" (BHD).
 func (c Currency) Format(minor int64) string {
-	s := strconv.FormatUint(absU(minor), 10)
+	return c.point(minor < 0, strconv.FormatUint(absU(minor), 10))
+}
+
+// point writes the magnitude s (decimal minor units) in c's digits, with
+// a leading "-" when neg.
+func (c Currency) point(neg bool, s string) string {
 	if c.Digits > 0 {
 		if len(s) <= c.Digits {
 			s = strings.Repeat("0", c.Digits-len(s)+1) + s
 		}
 		s = s[:len(s)-c.Digits] + "." + s[len(s)-c.Digits:]
 	}
-	if minor < 0 {
+	if neg {
 		s = "-" + s
 	}
 	return s

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
-	"strings"
 	"testing"
 )
 
@@ -15,41 +14,6 @@ var (
 	bhd = Currency{Code: "BHD", Digits: 3}
 	clf = Currency{Code: "CLF", Digits: 4}
 )
-
-func TestLookupCurrency(t *testing.T) {
-	tests := []struct {
-		code   string
-		digits int // -1: ErrUnknownCurrency
-	}{
-		{"USD", 2}, {"EUR", 2}, {"JPY", 0}, {"BHD", 3}, {"KWD", 3}, {"CLF", 4},
-		{"GBP", 2}, {"CLP", 0}, {"ISK", 0}, {"KRW", 0}, {"TND", 3}, {"OMR", 3},
-		{"XOF", 0}, {"XAF", 0}, {"XCD", 2}, {"XPF", 0}, // regional currencies
-		// x/text's CLDR data rounds HUF and TWD to 2 digits in the
-		// standard (non-cash) rounding; cash rounding is 0.
-		{"HUF", 2}, {"TWD", 2},
-		// Not money of a country: undefined, testing, metals, units of account.
-		{"XXX", -1}, {"XTS", -1}, {"XAU", -1}, {"XAG", -1}, {"XPT", -1}, {"XPD", -1},
-		{"XDR", -1}, {"XSU", -1}, {"XUA", -1}, {"XBA", -1},
-		// Unknown to x/text v0.43.0.
-		{"ABC", -1}, {"VES", -1},
-		// Not exactly 3 uppercase ASCII letters.
-		{"usd", -1}, {"Usd", -1}, {"US", -1}, {"USDD", -1}, {"", -1}, {"U$D", -1}, {" USD", -1}, {"ÜSD", -1},
-	}
-	for _, tt := range tests {
-		c, err := LookupCurrency(tt.code)
-		if tt.digits < 0 {
-			if !errors.Is(err, ErrUnknownCurrency) {
-				t.Errorf("LookupCurrency(%q) = %+v, %v; want ErrUnknownCurrency", tt.code, c, err)
-			} else if !strings.Contains(err.Error(), `"`+tt.code+`"`) {
-				t.Errorf("LookupCurrency(%q) error %q does not name the code", tt.code, err)
-			}
-			continue
-		}
-		if err != nil || c != (Currency{Code: tt.code, Digits: tt.digits}) {
-			t.Errorf("LookupCurrency(%q) = %+v, %v; want digits %d", tt.code, c, err, tt.digits)
-		}
-	}
-}
 
 func TestParseAmount(t *testing.T) {
 	tests := []struct {

@@ -1,15 +1,17 @@
-// Package report builds the per-agency commission reports of a period and
-// runs the job that delivers them.
+// Package report holds what every stage of the job agrees on: report
+// periods and which of them are due, which partitions a period reads, the
+// layout of the delivered objects (one dataset per prefix, content-hash
+// names), the manifest that is a period's commit record, and the rows the
+// files hold.
 //
-// A Builder reads every partition of a period from a Source (never a
-// scan), validates each item, drops duplicates and rejects conflicts,
-// aggregates in integer minor units, and writes summary.parquet,
-// summary.csv, transactions.parquet, rejects.jsonl and, last,
-// manifest.json to a Sink. Memory is bounded by the dedupe set: line items
-// are sorted externally (spilled in sorted runs to a temp folder) and
-// streamed, rejects stream to temp files.
+// The flow of a run, one package per stage:
 //
-// A Job takes the job's lease from a checkpoint.Store, works out the due
-// periods from the checkpoint, builds them oldest first, and moves the
-// checkpoint after each period's manifest is delivered.
+//	collect    read a period's partitions (never a scan), validate, fingerprint,
+//	           dedupe within the period and against the dedupe index
+//	aggregate  per (agency, currency) sums in 128 bits, line items in file order,
+//	           adjustments between two revisions
+//	encode     Parquet and CSV files, byte-identical for the same rows
+//	publish    upload the objects, write the manifest conditionally, fenced by
+//	           the lease, then delete what the manifest no longer lists
+//	job        the lease, due periods, rechecks, backfill, verify, the checkpoint
 package report

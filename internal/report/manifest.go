@@ -1,33 +1,69 @@
 package report
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"hash"
-	"io"
-	"sort"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"time"
-
-	"github.com/reportjob/reportjob/internal/money"
 )
 
-// Manifest is a period's manifest.json: what was read, what was billed and
-// every file written. It is written last: its presence means the period's
-// reports are complete.
+// ManifestFormat identifies the manifest layout; it changes only with an
+// incompatible change.
+const ManifestFormat = "reportjob.manifest/2"
+
+// Reasons a revision was published (Manifest.Reason).
+const (
+	ReasonDelivery = "delivery"        // the period became due
+	ReasonRecheck  = "recheck"         // a recheck found its items changed
+	ReasonRepair   = "verify --repair" // verify found a difference and repaired it
+	ReasonBackfill = "backfill"        // run --backfill rebuilt it
+)
+
+// Manifest is a period's manifests/period=P/manifest.json: the commit
+// record of its delivery. A period is delivered when its manifest is; the
+// manifest lists every object of the current revision, none of which ever
+// changes. It is the only object that is replaced (by the next revision),
+// and only by a conditional write.
 type Manifest struct {
-	Job               string          `json:"job"`
-	PeriodStart       time.Time       `json:"period_start"`
-	PeriodEnd         time.Time       `json:"period_end"`
-	GeneratedAt       time.Time       `json:"generated_at"`
-	ToolVersion       string          `json:"tool_version"`
-	Sink              string          `json:"sink,omitempty"`
-	Partitions        []string        `json:"partitions"`
-	ItemsRead         int64           `json:"items_read"`
-	Transactions      int64           `json:"transactions"`
-	DuplicatesDropped int64           `json:"duplicates_dropped"`
-	Rejects           int64           `json:"rejects"`
-	Totals            []CurrencyTotal `json:"totals"`
-	Files             []FileInfo      `json:"files"`
+	Format      string    `json:"format"`
+	Job         string    `json:"job"`
+	PeriodStart time.Time `json:"period_start"`
+	PeriodEnd   time.Time `json:"period_end"`
+	// Revision is 1 for the first publication, n+1 for a restatement of n.
+	Revision int `json:"revision"`
+	// Reason says why this revision was published (Reason* constants).
+	Reason string `json:"reason"`
+	// PreviousSHA256 is the SHA-256 of the manifest this one replaced.
+	PreviousSHA256 string    `json:"previous_sha256,omitempty"`
+	GeneratedAt    time.Time `json:"generated_at"`
+	ToolVersion    string    `json:"tool_version"`
+	Sink           string    `json:"sink,omitempty"`
+	// Partitions are the partition keys read, in reading order.
+	Partitions []string `json:"partitions"`
+	// ItemsRead is the number of items the Queries returned.
+	ItemsRead int64 `json:"items_read"`
+	// ItemsFingerprint is an order-independent fingerprint of those items
+	// (keys and contract attributes): see collect.Fingerprint.
+	ItemsFingerprint string `json:"items_fingerprint"`
+	// Transactions billed.
+	Transactions int64 `json:"transactions"`
+	// DuplicatesWithinPeriod are identical copies of a transaction billed
+	// once in this period; DuplicatesAcrossPeriods are identical copies of
+	// a transaction another period billed (the dedupe window).
+	DuplicatesWithinPeriod  int64 `json:"duplicates_within_period"`
+	DuplicatesAcrossPeriods int64 `json:"duplicates_across_periods"`
+	// Rejects are the lines of the rejects file.
+	Rejects int64 `json:"rejects"`
+	// Totals per currency over every agency.
+	Totals []CurrencyTotal `json:"totals"`
+	// Files is every object of this revision but the manifest, by key.
+	Files []FileInfo `json:"files"`
+	// ReplacedFiles are the keys the previous revision listed and this one
+	// does not: deleted once this manifest was published.
+	ReplacedFiles []string `json:"replaced_files,omitempty"`
 }
 
 // CurrencyTotal is one currency's totals over every agency of a period.
@@ -43,7 +79,7 @@ type CurrencyTotal struct {
 	Commission    string `json:"commission_amount"`
 }
 
-// FileInfo describes one written object. Key is relative to the sink URL.
+// FileInfo describes one object. Key is relative to the sink URL.
 type FileInfo struct {
 	Key    string `json:"key"`
 	Bytes  int64  `json:"bytes"`
@@ -51,75 +87,70 @@ type FileInfo struct {
 	SHA256 string `json:"sha256"`
 }
 
-// totals accumulates a period's per-currency totals in minor units.
-type totals map[string]*totalAcc
-
-type totalAcc struct {
-	cur money.Currency
-	row SummaryRow
-	n   int64
+// Marshal returns the manifest's bytes: indented JSON and a newline. The
+// same manifest always gives the same bytes.
+func (m *Manifest) Marshal() ([]byte, error) {
+	c := *m
+	if c.Files == nil {
+		c.Files = []FileInfo{} // [] rather than null for an empty period
+	}
+	if c.Totals == nil {
+		c.Totals = []CurrencyTotal{}
+	}
+	if c.Partitions == nil {
+		c.Partitions = []string{}
+	}
+	b, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("marshal manifest: %w", err)
+	}
+	return append(b, '\n'), nil
 }
 
-func (t totals) add(r SummaryRow) error {
-	a := t[r.Currency.Code]
-	if a == nil {
-		a = &totalAcc{cur: r.Currency}
-		t[r.Currency.Code] = a
+// ParseManifest decodes a manifest and checks that it is one this tool
+// understands.
+func ParseManifest(b []byte) (*Manifest, error) {
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("parse manifest: %w", err)
 	}
-	a.n++
-	return addRow(&a.row, r)
+	if m.Format != ManifestFormat {
+		return nil, fmt.Errorf("parse manifest: format %q, want %q", m.Format, ManifestFormat)
+	}
+	if m.Revision < 1 {
+		return nil, fmt.Errorf("parse manifest: revision %d, want >= 1", m.Revision)
+	}
+	return &m, nil
 }
 
-func (t totals) list() []CurrencyTotal {
-	out := make([]CurrencyTotal, 0, len(t))
-	for _, a := range t {
-		c := a.cur
-		out = append(out, CurrencyTotal{
-			Currency: c.Code, Agencies: a.n,
-			PurchaseCount: a.row.PurchaseCount, RefundCount: a.row.RefundCount,
-			Gross: c.Format(a.row.Gross), Refunds: c.Format(a.row.Refunds),
-			Net: c.Format(a.row.Net), Commission: c.Format(a.row.Commission),
-		})
+// SHA256Hex is the hex SHA-256 of b (of a manifest's bytes, for
+// PreviousSHA256).
+func SHA256Hex(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// Period returns the manifest's period.
+func (m *Manifest) Period() Period { return Period{Start: m.PeriodStart.UTC(), End: m.PeriodEnd.UTC()} }
+
+// Keys returns the keys of m's files, sorted.
+func (m *Manifest) Keys() []string {
+	out := make([]string, len(m.Files))
+	for i, f := range m.Files {
+		out[i] = f.Key
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Currency < out[j].Currency })
+	slices.Sort(out)
 	return out
 }
 
-// addRow adds r's counts and amounts to dst, checking for overflow.
-func addRow(dst *SummaryRow, r SummaryRow) error {
-	dst.PurchaseCount += r.PurchaseCount
-	dst.RefundCount += r.RefundCount
-	for _, f := range [...]struct {
-		dst *int64
-		v   int64
-	}{
-		{&dst.Gross, r.Gross}, {&dst.Refunds, r.Refunds}, {&dst.Net, r.Net}, {&dst.Commission, r.Commission},
-	} {
-		s, err := money.Add(*f.dst, f.v)
-		if err != nil {
-			return err
-		}
-		*f.dst = s
-	}
-	return nil
-}
-
-// hashWriter counts and hashes what passes through it.
-type hashWriter struct {
-	w io.Writer
-	h hash.Hash
-	n int64
-}
-
-func newHashWriter(w io.Writer) *hashWriter { return &hashWriter{w: w, h: sha256.New()} }
-
-func (hw *hashWriter) Write(p []byte) (int, error) {
-	n, err := hw.w.Write(p)
-	hw.h.Write(p[:n])
-	hw.n += int64(n)
-	return n, err
-}
-
-func (hw *hashWriter) info(key string, rows int64) FileInfo {
-	return FileInfo{Key: key, Bytes: hw.n, Rows: rows, SHA256: hex.EncodeToString(hw.h.Sum(nil))}
+// SameContent reports whether m and o record the same delivery: the same
+// items, counts, totals and objects. Revision, reason, previous hash,
+// generation time, tool version and replaced files are not compared.
+func (m *Manifest) SameContent(o *Manifest) bool {
+	return m.Job == o.Job && m.PeriodStart.Equal(o.PeriodStart) && m.PeriodEnd.Equal(o.PeriodEnd) &&
+		slices.Equal(m.Partitions, o.Partitions) && m.ItemsRead == o.ItemsRead &&
+		m.ItemsFingerprint == o.ItemsFingerprint && m.Transactions == o.Transactions &&
+		m.DuplicatesWithinPeriod == o.DuplicatesWithinPeriod && m.DuplicatesAcrossPeriods == o.DuplicatesAcrossPeriods &&
+		m.Rejects == o.Rejects && slices.Equal(m.Totals, o.Totals) && slices.Equal(m.Files, o.Files)
 }

@@ -120,8 +120,19 @@ func Range(from, to time.Time, d time.Duration) ([]Period, error) {
 	return ps, nil
 }
 
-// Keys of a period's objects, relative to the sink.
-func periodKey(p Period, name string) string { return "period=" + p.Name() + "/" + name }
-func agencyKey(p Period, agency, name string) string {
-	return "period=" + p.Name() + "/agency=" + keys.EscapeAgency(agency) + "/" + name
+// Partitions returns the partition keys of p, in order: for each quarter,
+// the plain key, then with keys.shards N > 1 the N sharded keys. The plain
+// key is read even when sharded, so that items of producers that do not
+// shard (or written before sharding was turned on) are never missed.
+func Partitions(p Period, shards int) []string {
+	var pks []string
+	for _, q := range p.Quarters() {
+		pks = append(pks, keys.Quarter(q))
+		if shards > 1 {
+			for k := 0; k < shards; k++ {
+				pks = append(pks, keys.Partition(q, k, shards))
+			}
+		}
+	}
+	return pks
 }

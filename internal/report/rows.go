@@ -7,10 +7,11 @@ import (
 	"github.com/reportjob/reportjob/internal/money"
 )
 
-// SummaryRow is one row of summary.parquet and summary.csv: one agency's
-// totals in one currency for one period. Amounts are minor units of
-// Currency; Net = Gross - Refunds; Commission is purchases' commission
-// less refunds' commission.
+// SummaryRow is one row of the summary dataset and of an agency's summary
+// file: one agency's totals in one currency for one period. Amounts are
+// minor units of Currency, in 128 bits (DECIMAL(38,4) in the files): no
+// period's sum can overflow. Net = Gross - Refunds; Commission is the sum
+// of the line commissions, refunds' negative.
 type SummaryRow struct {
 	PeriodStart   time.Time
 	PeriodEnd     time.Time
@@ -18,13 +19,22 @@ type SummaryRow struct {
 	Currency      money.Currency
 	PurchaseCount int64
 	RefundCount   int64
-	Gross         int64
-	Refunds       int64
-	Net           int64
-	Commission    int64
+	Gross         money.Total
+	Refunds       money.Total
+	Net           money.Total
+	Commission    money.Total
 }
 
-// LineItem is one row of transactions.parquet.
+// AdjustmentRow is one row of the adjustments dataset: what Revision adds
+// to (or, negative, takes from) the revision before it, for one agency and
+// currency. Counts and amounts are differences.
+type AdjustmentRow struct {
+	SummaryRow
+	Revision int32
+}
+
+// LineItem is one row of the transactions dataset and of an agency's
+// transactions file.
 type LineItem struct {
 	Tx item.Transaction
 	// BPS is the rate applied: the item's own, else the agency's from

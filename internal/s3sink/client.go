@@ -122,8 +122,7 @@ func bucketMissing(err error) bool {
 	if errors.As(err, &nsb) || errors.As(err, &nf) || errorCode(err) == "NoSuchBucket" {
 		return true
 	}
-	var re interface{ HTTPStatusCode() int }
-	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound
+	return httpStatus(err) == http.StatusNotFound
 }
 
 // objectMissing reports whether err says the object (not the bucket) does
@@ -141,6 +140,16 @@ func objectMissing(err error) bool {
 	return false
 }
 
+// httpStatus returns the HTTP status of the response err came with, or 0.
+func httpStatus(err error) int {
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+// errorCode returns the S3 error code of err ("NoSuchKey"), or "".
 func errorCode(err error) string {
 	var api smithy.APIError
 	if errors.As(err, &api) {

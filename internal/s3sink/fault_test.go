@@ -1,7 +1,6 @@
 package s3sink
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -21,8 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/reportjob/reportjob/internal/report"
-	"github.com/reportjob/reportjob/internal/report/sinktest"
+	"github.com/reportjob/reportjob/internal/sink"
+	"github.com/reportjob/reportjob/internal/sink/drivertest"
 	"github.com/reportjob/reportjob/internal/testenv"
 )
 
@@ -47,7 +46,14 @@ type faultResponse struct {
 	Code   string
 }
 
-var faultCorrupt = &faultResponse{Status: -1, Code: "CorruptBody"}
+var (
+	// faultCorrupt passes the request on with one bit of its body flipped.
+	faultCorrupt = &faultResponse{Status: -1, Code: "CorruptBody"}
+	// faultLost passes the request on, drops the server's answer and
+	// answers 500 InternalError: the request was applied, the client
+	// cannot know it.
+	faultLost = &faultResponse{Status: -2, Code: "InternalError"}
+)
 
 type proxy struct {
 	URL string
@@ -108,6 +114,12 @@ func newProxy(t *testing.T, srv testenv.S3, f fault) (p *proxy, caFile string) {
 		case fr == faultCorrupt:
 			r.Body = &corrupter{r: r.Body}
 			rp.ServeHTTP(rec, r)
+		case fr == faultLost:
+			rp.ServeHTTP(httptest.NewRecorder(), r)
+			w.Header().Set("Content-Type", "application/xml")
+			rec.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code>`+
+				`<Message>answer lost by the test proxy</Message></Error>`)
 		case fr != nil:
 			io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "application/xml")
@@ -198,12 +210,12 @@ func (c *corrupter) Read(p []byte) (int, error) {
 func (c *corrupter) Close() error { return c.r.Close() }
 
 // faultSetup is a bucket, a client that talks to it through p, a direct
-// client, and a sink with 5 MiB parts.
+// client, and a sink with 5 MiB parts through the proxy.
 type faultSetup struct {
 	direct *s3.Client
 	bucket string
 	p      *proxy
-	sink   *Sink
+	b      *sink.Bucket
 }
 
 func setupFault(t *testing.T, useTLS bool, f fault, opts Options) faultSetup {
@@ -221,7 +233,7 @@ func setupFault(t *testing.T, useTLS bool, f fault, opts Options) faultSetup {
 	}
 	viaProxy := srv
 	viaProxy.Endpoint, viaProxy.CAFile = p.URL, caFile
-	return faultSetup{direct: direct, bucket: bucket, p: p, sink: newSink(t, newClient(t, viaProxy, ""), opts)}
+	return faultSetup{direct: direct, bucket: bucket, p: p, b: sink.New(newSink(t, newClient(t, viaProxy, ""), opts))}
 }
 
 // overHTTPAndHTTPS runs test once through a plain HTTP proxy in front of
@@ -241,20 +253,13 @@ func (f faultSetup) requireNoUpload(t *testing.T) {
 	}
 }
 
-func write(ctx context.Context, s report.Sink, key string, data []byte) error {
-	w, err := s.NewWriter(ctx, key, "application/octet-stream")
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		_ = w.Abort()
-		return err
-	}
-	return w.Commit()
+func (f faultSetup) put(ctx context.Context, key string, data []byte) error {
+	_, err := f.b.PutBytes(ctx, key, data, sink.PutOptions{ContentType: "application/octet-stream"})
+	return err
 }
 
 // TestFailedPartAbortsUpload: the 2nd part keeps failing (every retry):
-// Commit fails, the older object is intact, the multipart upload is aborted.
+// Put fails, the older object is intact, the multipart upload is aborted.
 func TestFailedPartAbortsUpload(t *testing.T) { overHTTPAndHTTPS(t, testFailedPartAbortsUpload) }
 
 func testFailedPartAbortsUpload(t *testing.T, useTLS bool) {
@@ -270,15 +275,13 @@ func testFailedPartAbortsUpload(t *testing.T, useTLS bool) {
 				}
 				return nil
 			}, Options{})
-			sinktest.Put(t, f.sink, "k", []byte("older"))
-			err := write(context.Background(), f.sink, "k", sinktest.Bytes(3*MinPartSize+1, 1))
+			drivertest.MustPut(t, f.b, "k", []byte("older"))
+			err := f.put(context.Background(), "k", drivertest.Bytes(3*MinPartSize+1, 1))
 			if err == nil {
-				t.Fatal("Commit succeeded, want an error")
+				t.Fatal("Put succeeded, want an error")
 			}
-			t.Logf("Commit error: %v", err)
-			if got := sinktest.Get(t, f.sink, "k"); string(got) != "older" {
-				t.Fatalf("after the failed upload Open = %d bytes, want the older object", len(got))
-			}
+			t.Logf("Put error: %v", err)
+			drivertest.RequireContent(t, f.b, "k", []byte("older"))
 			f.requireNoUpload(t)
 			if n := len(f.p.requests("UploadPart")); n < 2 {
 				t.Fatalf("proxy saw %d UploadPart requests, want the failing part and its retries", n)
@@ -301,13 +304,11 @@ func TestPartRetried(t *testing.T) {
 		}
 		return nil
 	}, Options{})
-	data := sinktest.Bytes(2*MinPartSize+7, 3)
-	if err := write(context.Background(), f.sink, "k", data); err != nil {
+	data := drivertest.Bytes(2*MinPartSize+7, 3)
+	if err := f.put(context.Background(), "k", data); err != nil {
 		t.Fatal(err)
 	}
-	if got := sinktest.Get(t, f.sink, "k"); !bytes.Equal(got, data) {
-		t.Fatalf("read back %d bytes, not what was written", len(got))
-	}
+	drivertest.RequireContent(t, f.b, "k", data)
 	if n := len(f.p.requests("UploadPart")); n != 4 {
 		t.Fatalf("proxy saw %d UploadPart requests, want 3 parts + 1 retry", n)
 	}
@@ -324,17 +325,15 @@ func testPutSlowDownRetried(t *testing.T, useTLS bool) {
 		}
 		return nil
 	}, Options{})
-	data := sinktest.Bytes(100_000, 4)
-	if err := write(context.Background(), f.sink, "k", data); err != nil {
-		t.Fatalf("Commit: %v", err)
+	data := drivertest.Bytes(100_000, 4)
+	if err := f.put(context.Background(), "k", data); err != nil {
+		t.Fatalf("Put: %v", err)
 	}
 	puts := f.p.requests("PutObject")
 	if len(puts) != 3 || puts[0].Status != 503 || puts[1].Status != 503 || puts[2].Status != 200 {
 		t.Fatalf("PutObject statuses: %+v, want 503, 503, 200", puts)
 	}
-	if got := sinktest.Get(t, f.sink, "k"); !bytes.Equal(got, data) {
-		t.Fatal("read back other bytes")
-	}
+	drivertest.RequireContent(t, f.b, "k", data)
 }
 
 // TestPutCorruptedRefused: a PutObject body changed in flight fails the
@@ -348,9 +347,9 @@ func testPutCorruptedRefused(t *testing.T, useTLS bool) {
 		}
 		return nil
 	}, Options{})
-	err := write(context.Background(), f.sink, "k", sinktest.Bytes(100_000, 5))
+	err := f.put(context.Background(), "k", drivertest.Bytes(100_000, 5))
 	if err == nil {
-		t.Fatal("Commit of a corrupted body succeeded, want an error")
+		t.Fatal("Put of a corrupted body succeeded, want an error")
 	}
 	// The server refuses it: over HTTP the signed payload hash does not
 	// match; over HTTPS (unsigned aws-chunked payload) the SHA-256 trailer.
@@ -359,14 +358,14 @@ func testPutCorruptedRefused(t *testing.T, useTLS bool) {
 		want = "BadDigest"
 	}
 	if code := errorCode(err); code != want {
-		t.Errorf("Commit error code %q, want %q: %v", code, want, err)
+		t.Errorf("Put error code %q, want %q: %v", code, want, err)
 	}
-	sinktest.RequireMissing(t, f.sink, "k")
+	drivertest.RequireMissing(t, f.b, "k")
 }
 
 // TestCancelMidMultipart: cancelling the context while parts are in
-// flight fails Commit and leaves no multipart upload, although the
-// manager's own abort runs with the cancelled context.
+// flight fails Put and leaves no multipart upload, although the manager's
+// own abort runs with the cancelled context.
 func TestCancelMidMultipart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -376,71 +375,59 @@ func TestCancelMidMultipart(t *testing.T) {
 			cancel()
 		}
 	}
-	w, err := f.sink.NewWriter(ctx, "k", "application/octet-stream")
-	if err != nil {
-		t.Fatal(err)
+	err := f.put(ctx, "k", drivertest.Bytes(4*MinPartSize, 6))
+	if err == nil {
+		t.Fatal("Put after cancel = nil, want an error")
 	}
-	_, werr := w.Write(sinktest.Bytes(4*MinPartSize, 6))
-	if err := w.Commit(); err == nil {
-		t.Fatal("Commit after cancel = nil, want an error")
-	} else if !errors.Is(err, context.Canceled) {
-		t.Errorf("Commit error %v does not wrap context.Canceled", err)
-	}
-	t.Logf("Write error: %v", werr)
-	sinktest.RequireMissing(t, f.sink, "k")
-	f.requireNoUpload(t)
-}
-
-// TestAbortMidMultipart: Abort after parts were uploaded leaves nothing.
-func TestAbortMidMultipart(t *testing.T) {
-	f := setupFault(t, false, nil, Options{})
-	w, err := f.sink.NewWriter(context.Background(), "k", "application/octet-stream")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.Write(sinktest.Bytes(2*MinPartSize+1, 7)); err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Put error %v does not wrap context.Canceled", err)
 	}
 	if len(f.p.requests("CreateMultipartUpload")) != 1 {
 		t.Fatal("no multipart upload was started")
 	}
-	if err := w.Abort(); err != nil {
-		t.Fatalf("Abort: %v", err)
-	}
-	sinktest.RequireMissing(t, f.sink, "k")
+	drivertest.RequireMissing(t, f.b, "k")
 	f.requireNoUpload(t)
 }
 
-// TestRequestHeaders: SSE, content type and a SHA-256 checksum are sent on
-// single and multipart uploads (versitygw does not echo SSE back).
+// TestRequestHeaders: SSE goes on every PutObject (conditional ones too)
+// and CreateMultipartUpload, with the content type and a SHA-256 checksum
+// (versitygw does not echo SSE back, so the proxy looks).
 func TestRequestHeaders(t *testing.T) { overHTTPAndHTTPS(t, testRequestHeaders) }
 
 func testRequestHeaders(t *testing.T, useTLS bool) {
 	f := setupFault(t, useTLS, nil, Options{SSE: SSEAES256})
-	sinktest.Put(t, f.sink, "small", []byte("x"))
-	w, err := f.sink.NewWriter(context.Background(), "large", "application/vnd.apache.parquet")
+	ctx := context.Background()
+	drivertest.MustPut(t, f.b, "small", []byte("x"))
+	m, err := f.b.PutBytes(ctx, "manifest.json", []byte("{}"), sink.PutOptions{IfNoneMatch: true, ContentType: "application/json"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Write(sinktest.Bytes(MinPartSize+1, 8)); err != nil {
+	if _, err := f.b.PutBytes(ctx, "manifest.json", []byte("{ }"), sink.PutOptions{IfMatch: m.ETag, ContentType: "application/json"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Commit(); err != nil {
+	if _, err := f.b.PutBytes(ctx, "large", drivertest.Bytes(MinPartSize+1, 8), sink.PutOptions{ContentType: "application/vnd.apache.parquet"}); err != nil {
 		t.Fatal(err)
 	}
 	put := f.p.requests("PutObject")
 	create := f.p.requests("CreateMultipartUpload")
 	parts := f.p.requests("UploadPart")
-	if len(put) != 1 || len(create) != 1 || len(parts) != 2 {
-		t.Fatalf("saw %d PutObject, %d CreateMultipartUpload, %d UploadPart; want 1, 1, 2", len(put), len(create), len(parts))
+	if len(put) != 3 || len(create) != 1 || len(parts) != 2 {
+		t.Fatalf("saw %d PutObject, %d CreateMultipartUpload, %d UploadPart; want 3, 1, 2", len(put), len(create), len(parts))
 	}
-	for _, r := range []request{put[0], create[0]} {
+	for _, r := range append(put, create...) {
 		if got := r.Header.Get("X-Amz-Server-Side-Encryption"); got != "AES256" {
 			t.Errorf("%s x-amz-server-side-encryption = %q, want AES256", r.Op, got)
 		}
 	}
-	if got := put[0].Header.Get("Content-Type"); got != "application/octet-stream" {
-		t.Errorf("PutObject Content-Type = %q", got)
+	for i, want := range [][2]string{{"", ""}, {"*", ""}, {"", m.ETag}} {
+		if got := [2]string{put[i].Header.Get("If-None-Match"), put[i].Header.Get("If-Match")}; got != want {
+			t.Errorf("PutObject %d If-None-Match, If-Match = %q, want %q", i, got, want)
+		}
+	}
+	for i, want := range []string{"application/octet-stream", "application/json", "application/json"} {
+		if got := put[i].Header.Get("Content-Type"); got != want {
+			t.Errorf("PutObject %d Content-Type = %q, want %q", i, got, want)
+		}
 	}
 	if got := create[0].Header.Get("Content-Type"); got != "application/vnd.apache.parquet" {
 		t.Errorf("CreateMultipartUpload Content-Type = %q", got)
@@ -459,7 +446,7 @@ func testRequestHeaders(t *testing.T, useTLS bool) {
 			t.Errorf("%s %s has no x-amz-checksum-sha256 header: %v", r.Op, r.Part, r.Header)
 		}
 	}
-	out, err := f.direct.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(f.bucket), Key: aws.String("large")})
+	out, err := f.direct.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(f.bucket), Key: aws.String("large")})
 	if err != nil {
 		t.Fatal(err)
 	}

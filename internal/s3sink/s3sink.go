@@ -1,19 +1,34 @@
-// Package s3sink is a report.Sink on an S3 bucket and prefix.
+// Package s3sink is a sink driver (driver.Bucket) on an S3 bucket and
+// prefix: the key "a/b.csv" is the S3 object PREFIX/a/b.csv. Callers use it
+// through the portable sink.Bucket: sink.New(s), s from New(client, opts).
 //
-// Writes stream through an io.Pipe into the SDK's upload manager: a single
-// PutObject below Options.PartSize, a multipart upload above it, with at
-// most (Concurrency+1)*PartSize bytes buffered per writer. Every request
-// carries a SHA-256 checksum the server verifies. A failed or aborted
-// multipart upload is aborted on the server, so no truncated object is
-// ever visible and no parts are left behind.
+// A Put of at most Options.PartSize bytes is one PutObject; a larger one a
+// multipart upload through the SDK's upload manager, which is aborted (with
+// a fresh context, so that a cancellation does not leave parts behind) on
+// any failure: no truncated object is ever visible. Every request carries a
+// SHA-256 checksum the server verifies, and every PutObject and
+// CreateMultipartUpload the server-side encryption headers.
+//
+// Conditional Puts are one PutObject with If-None-Match: * or If-Match:
+// ETAG. S3 answers 412 Precondition Failed when the condition does not
+// hold (ErrPrecondition), and 409 ConditionalRequestConflict when another
+// conditional write to the key is in flight: the Put tries again a few
+// times, then reports ErrPrecondition. When the SDK retried the request
+// (a 5xx or a reset connection: the first attempt may have been applied
+// and its answer lost) and the retry finds the condition failed, the Put
+// reads the object back: if it holds exactly the Put's bytes, the write
+// was the Put's own and it succeeds.
 package s3sink
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
-	"sync"
+	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,7 +36,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
-	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/sink"
+	"github.com/reportjob/reportjob/internal/sink/driver"
 )
 
 const (
@@ -33,6 +49,13 @@ const (
 	DefaultConcurrency = 4
 	// abortTimeout bounds the clean-up of a failed multipart upload.
 	abortTimeout = 30 * time.Second
+	// maxKeyLen is S3's longest object key, in bytes.
+	maxKeyLen = 1024
+	// conflictAttempts bounds the attempts of a conditional Put answered
+	// 409 ConditionalRequestConflict; conflictBackoff is the wait before
+	// the second, doubled for each next one.
+	conflictAttempts = 4
+	conflictBackoff  = 50 * time.Millisecond
 )
 
 // Server-side encryption modes for Options.SSE.
@@ -60,7 +83,7 @@ type Options struct {
 	Concurrency int
 }
 
-// Sink is a report.Sink on an S3 bucket and prefix. It is safe for
+// Sink is a driver.Bucket on an S3 bucket and prefix. It is safe for
 // concurrent use.
 type Sink struct {
 	client   *s3.Client
@@ -68,7 +91,7 @@ type Sink struct {
 	opts     Options
 }
 
-var _ report.Sink = (*Sink)(nil)
+var _ driver.Bucket = (*Sink)(nil)
 
 // New returns a sink writing with client as opts say.
 func New(client *s3.Client, opts Options) (*Sink, error) {
@@ -79,8 +102,11 @@ func New(client *s3.Client, opts Options) (*Sink, error) {
 		return nil, errors.New("s3 sink: empty bucket")
 	}
 	if opts.Prefix != "" {
-		if err := report.CheckKey(opts.Prefix); err != nil {
+		if err := sink.CheckKey(opts.Prefix); err != nil {
 			return nil, fmt.Errorf("s3 sink: prefix: %w", err)
+		}
+		if len(opts.Prefix) > maxKeyLen/2 {
+			return nil, fmt.Errorf("s3 sink: prefix %q: %d bytes, want at most %d", opts.Prefix, len(opts.Prefix), maxKeyLen/2)
 		}
 	}
 	switch opts.SSE {
@@ -112,6 +138,25 @@ func New(client *s3.Client, opts Options) (*Sink, error) {
 	return &Sink{client: client, uploader: up, opts: opts}, nil
 }
 
+// String returns "s3://BUCKET/PREFIX" ("s3://BUCKET" without a prefix).
+func (s *Sink) String() string {
+	if s.opts.Prefix == "" {
+		return "s3://" + s.opts.Bucket
+	}
+	return "s3://" + s.opts.Bucket + "/" + s.opts.Prefix
+}
+
+// MaxKeyLen is S3's 1,024 bytes less the prefix and its '/'.
+func (s *Sink) MaxKeyLen() int {
+	if s.opts.Prefix == "" {
+		return maxKeyLen
+	}
+	return maxKeyLen - len(s.opts.Prefix) - 1
+}
+
+// MaxSegmentLen is MaxKeyLen: S3 keys have no segments.
+func (s *Sink) MaxSegmentLen() int { return s.MaxKeyLen() }
+
 // objectKey returns the S3 key of a sink key.
 func (s *Sink) objectKey(key string) string {
 	if s.opts.Prefix == "" {
@@ -120,27 +165,18 @@ func (s *Sink) objectKey(key string) string {
 	return s.opts.Prefix + "/" + key
 }
 
-// URL returns s3://bucket/key for a sink key, for messages.
-func (s *Sink) URL(key string) string {
-	return "s3://" + s.opts.Bucket + "/" + s.objectKey(key)
-}
-
-// NewWriter starts uploading key. The upload runs in a goroutine reading
-// the pipe the writer feeds.
-func (s *Sink) NewWriter(ctx context.Context, key, contentType string) (report.ObjectWriter, error) {
-	if err := report.CheckKey(key); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("put %s: %w", s.URL(key), err)
-	}
+// Put uploads body: one PutObject up to Options.PartSize bytes, else a
+// multipart upload (never conditional). Put's Attrs.Modified is this
+// machine's clock when the upload ended; Stat, Get and List give S3's.
+func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int64, opts driver.PutOptions) (driver.Attrs, error) {
 	in := &s3.PutObjectInput{
 		Bucket:            aws.String(s.opts.Bucket),
 		Key:               aws.String(s.objectKey(key)),
+		Body:              body,
 		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 	}
-	if contentType != "" {
-		in.ContentType = aws.String(contentType)
+	if opts.ContentType != "" {
+		in.ContentType = aws.String(opts.ContentType)
 	}
 	switch s.opts.SSE {
 	case SSEAES256:
@@ -151,33 +187,145 @@ func (s *Sink) NewWriter(ctx context.Context, key, contentType string) (report.O
 			in.SSEKMSKeyId = aws.String(s.opts.KMSKeyID)
 		}
 	}
-	pr, pw := io.Pipe()
-	in.Body = pr
-	uctx, cancel := context.WithCancel(ctx)
-	w := &writer{url: s.URL(key), ctx: ctx, pw: pw, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		_, err := s.uploader.Upload(uctx, in)
+	conditional := opts.IfNoneMatch || opts.IfMatch != ""
+	if size > s.opts.PartSize {
+		if conditional {
+			return driver.Attrs{}, fmt.Errorf("conditional put of %d bytes: at most the part size, %d, can be one request", size, s.opts.PartSize)
+		}
+		return s.putMultipart(ctx, key, in, size)
+	}
+	in.ContentLength = aws.Int64(size)
+	if !conditional {
+		if _, err := body.Seek(0, io.SeekStart); err != nil {
+			return driver.Attrs{}, fmt.Errorf("body: %w", err)
+		}
+		out, err := s.client.PutObject(ctx, in)
 		if err != nil {
-			w.cleanupErr = s.abortMultipart(ctx, in.Key, err)
+			return driver.Attrs{}, err
 		}
-		w.err = err
-		// Unblock a Write waiting on a reader that has stopped reading.
-		if err == nil {
-			err = errUploadDone
-		}
-		pr.CloseWithError(err)
-	}()
-	// Cancelling ctx aborts the write: fail the reader's next read.
-	w.stop = context.AfterFunc(ctx, func() { pw.CloseWithError(ctx.Err()) })
-	return w, nil
+		return s.putAttrs(key, size, out.ETag), nil
+	}
+	if opts.IfNoneMatch {
+		in.IfNoneMatch = aws.String("*")
+	} else {
+		in.IfMatch = aws.String(opts.IfMatch)
+	}
+	return s.putConditional(ctx, key, in, body, size, opts)
 }
 
-var (
-	errAborted    = errors.New("write aborted")
-	errUploadDone = errors.New("upload already finished")
-	errClosed     = errors.New("object writer already committed or aborted")
-)
+func (s *Sink) putAttrs(key string, size int64, etag *string) driver.Attrs {
+	return driver.Attrs{Key: key, Size: size, ETag: aws.ToString(etag), Modified: time.Now().UTC()}
+}
+
+// putConditional sends in (If-None-Match or If-Match set), retrying on 409
+// ConditionalRequestConflict, and maps a failed condition to
+// ErrPrecondition, unless a retried request finds the Put's own bytes.
+func (s *Sink) putConditional(ctx context.Context, key string, in *s3.PutObjectInput, body io.ReadSeeker, size int64, opts driver.PutOptions) (driver.Attrs, error) {
+	var retries atomic.Int32
+	countRetries := func(o *s3.Options) { o.Retryer = countingRetryer{Retryer: o.Retryer, n: &retries} }
+	for attempt := 1; ; attempt++ {
+		if _, err := body.Seek(0, io.SeekStart); err != nil {
+			return driver.Attrs{}, fmt.Errorf("body: %w", err)
+		}
+		out, err := s.client.PutObject(ctx, in, countRetries)
+		if err == nil {
+			return s.putAttrs(key, size, out.ETag), nil
+		}
+		code, status := errorCode(err), httpStatus(err)
+		var failed bool
+		switch {
+		case status == http.StatusPreconditionFailed || code == "PreconditionFailed":
+			failed = true
+		case opts.IfMatch != "" && objectMissing(err):
+			// S3 answers If-Match on a missing key with 404 NoSuchKey.
+			failed = true
+		case status == http.StatusConflict || code == "ConditionalRequestConflict":
+			if attempt < conflictAttempts {
+				// Not applied: wait for the other write, then try again.
+				t := time.NewTimer(conflictBackoff << (attempt - 1))
+				select {
+				case <-t.C:
+					continue
+				case <-ctx.Done():
+					t.Stop()
+					return driver.Attrs{}, errors.Join(err, ctx.Err())
+				}
+			}
+			failed = true
+		}
+		if !failed {
+			return driver.Attrs{}, err
+		}
+		if retries.Load() > 0 {
+			a, ok, rerr := s.holds(ctx, key, body, size)
+			if rerr != nil {
+				return driver.Attrs{}, fmt.Errorf("%w: %w (and reading it back after a retry: %w)", driver.ErrPrecondition, err, rerr)
+			}
+			if ok {
+				return a, nil
+			}
+		}
+		return driver.Attrs{}, fmt.Errorf("%w: %w", driver.ErrPrecondition, err)
+	}
+}
+
+// holds reports whether the object at key is exactly the size bytes of
+// body, and returns its Attrs when it is.
+func (s *Sink) holds(ctx context.Context, key string, body io.ReadSeeker, size int64) (driver.Attrs, bool, error) {
+	if _, err := body.Seek(0, io.SeekStart); err != nil {
+		return driver.Attrs{}, false, err
+	}
+	want := sha256.New()
+	if _, err := io.Copy(want, body); err != nil {
+		return driver.Attrs{}, false, err
+	}
+	r, a, err := s.Get(ctx, key)
+	if errors.Is(err, driver.ErrNotFound) {
+		return driver.Attrs{}, false, nil
+	}
+	if err != nil {
+		return driver.Attrs{}, false, err
+	}
+	defer r.Close()
+	if a.Size != size {
+		return driver.Attrs{}, false, nil
+	}
+	got := sha256.New()
+	if _, err := io.Copy(got, r); err != nil {
+		return driver.Attrs{}, false, err
+	}
+	return a, bytes.Equal(got.Sum(nil), want.Sum(nil)), nil
+}
+
+// countingRetryer counts the retries the SDK makes.
+type countingRetryer struct {
+	aws.Retryer
+	n *atomic.Int32
+}
+
+func (c countingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+	c.n.Add(1)
+	return c.Retryer.RetryDelay(attempt, err)
+}
+
+func (c countingRetryer) GetAttemptToken(ctx context.Context) (func(error) error, error) {
+	if v2, ok := c.Retryer.(aws.RetryerV2); ok {
+		return v2.GetAttemptToken(ctx)
+	}
+	return c.Retryer.GetInitialToken(), nil
+}
+
+// putMultipart uploads in through the upload manager.
+func (s *Sink) putMultipart(ctx context.Context, key string, in *s3.PutObjectInput, size int64) (driver.Attrs, error) {
+	if _, err := in.Body.(io.Seeker).Seek(0, io.SeekStart); err != nil {
+		return driver.Attrs{}, fmt.Errorf("body: %w", err)
+	}
+	out, err := s.uploader.Upload(ctx, in)
+	if err != nil {
+		return driver.Attrs{}, errors.Join(err, s.abortMultipart(ctx, in.Key, err))
+	}
+	return s.putAttrs(key, size, out.ETag), nil
+}
 
 // abortMultipart aborts the multipart upload a failed Upload left, if
 // any. The manager aborts too, but with the upload's context, which is
@@ -201,93 +349,9 @@ func (s *Sink) abortMultipart(ctx context.Context, key *string, uploadErr error)
 	return fmt.Errorf("abort multipart upload %s of s3://%s/%s: %w", mf.UploadID(), s.opts.Bucket, *key, err)
 }
 
-// writer feeds an upload through a pipe.
-type writer struct {
-	url    string
-	ctx    context.Context
-	pw     *io.PipeWriter
-	cancel context.CancelFunc
-	stop   func() bool
-	done   chan struct{} // closed when the upload goroutine ends
-
-	mu     sync.Mutex
-	closed bool
-
-	// Set by the upload goroutine before done is closed.
-	err        error // the upload's result
-	cleanupErr error // aborting a failed multipart upload failed
-}
-
-func (w *writer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	closed := w.closed
-	w.mu.Unlock()
-	if closed {
-		return 0, fmt.Errorf("put %s: %w", w.url, errClosed)
-	}
-	n, err := w.pw.Write(p)
-	if err != nil {
-		if cerr := w.ctx.Err(); cerr != nil && errors.Is(err, io.ErrClosedPipe) {
-			err = cerr // closed by the cancellation
-		}
-		return n, fmt.Errorf("put %s: %w", w.url, err)
-	}
-	return n, nil
-}
-
-// finish marks the writer closed; it returns false if it already was.
-func (w *writer) finish() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return false
-	}
-	w.closed = true
-	w.stop()
-	return true
-}
-
-// Commit ends the stream and waits for the upload: the object is visible,
-// whole, when Commit returns nil.
-func (w *writer) Commit() error {
-	if !w.finish() {
-		return nil
-	}
-	if err := w.ctx.Err(); err != nil {
-		w.pw.CloseWithError(err)
-		w.cancel()
-		<-w.done
-		return fmt.Errorf("put %s: %w", w.url, errors.Join(err, w.cleanupErr))
-	}
-	w.pw.Close()
-	<-w.done
-	w.cancel()
-	if w.err != nil {
-		return fmt.Errorf("put %s: %w", w.url, errors.Join(w.err, w.cleanupErr))
-	}
-	return nil
-}
-
-// Abort stops the upload and waits until any multipart upload is aborted.
-func (w *writer) Abort() error {
-	if !w.finish() {
-		return nil
-	}
-	w.pw.CloseWithError(errAborted)
-	w.cancel()
-	<-w.done
-	if w.cleanupErr != nil {
-		return fmt.Errorf("abort %s: %w", w.url, w.cleanupErr)
-	}
-	return nil
-}
-
-// Open reads the object at key, verifying its checksum when the server
+// Get reads the object at key, verifying its checksum when the server
 // stored a whole-object one.
-func (s *Sink) Open(ctx context.Context, key string) (io.ReadCloser, error) {
-	if err := report.CheckKey(key); err != nil {
-		return nil, err
-	}
+func (s *Sink) Get(ctx context.Context, key string) (io.ReadCloser, driver.Attrs, error) {
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
 		Bucket:       aws.String(s.opts.Bucket),
 		Key:          aws.String(s.objectKey(key)),
@@ -299,19 +363,47 @@ func (s *Sink) Open(ctx context.Context, key string) (io.ReadCloser, error) {
 	})
 	if err != nil {
 		if objectMissing(err) {
-			return nil, fmt.Errorf("get %s: %w: %w", s.URL(key), report.ErrNotFound, err)
+			return nil, driver.Attrs{}, fmt.Errorf("%w: %w", driver.ErrNotFound, err)
 		}
-		return nil, fmt.Errorf("get %s: %w", s.URL(key), err)
+		return nil, driver.Attrs{}, err
 	}
-	return out.Body, nil
+	return out.Body, driver.Attrs{
+		Key:      key,
+		Size:     aws.ToInt64(out.ContentLength),
+		ETag:     aws.ToString(out.ETag),
+		Modified: aws.ToTime(out.LastModified).UTC(),
+	}, nil
 }
 
-// List lists the objects under prefix with ListObjectsV2. Objects whose
-// key (below the sink's prefix) is not a valid sink key are skipped.
-func (s *Sink) List(ctx context.Context, prefix string) ([]report.ObjectInfo, error) {
-	if err := report.CheckPrefix(prefix); err != nil {
-		return nil, err
+// Stat returns the object's Attrs with HeadObject. Its 404 does not say
+// whether the key or the bucket is missing: HeadBucket tells, so that a
+// missing bucket is an error, not ErrNotFound.
+func (s *Sink) Stat(ctx context.Context, key string) (driver.Attrs, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket: aws.String(s.opts.Bucket),
+		Key:    aws.String(s.objectKey(key)),
+	})
+	if err != nil {
+		if !objectMissing(err) {
+			return driver.Attrs{}, err
+		}
+		if _, berr := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.opts.Bucket)}); berr != nil {
+			return driver.Attrs{}, fmt.Errorf("bucket s3://%s: %w", s.opts.Bucket, berr)
+		}
+		return driver.Attrs{}, fmt.Errorf("%w: %w", driver.ErrNotFound, err)
 	}
+	return driver.Attrs{
+		Key:      key,
+		Size:     aws.ToInt64(out.ContentLength),
+		ETag:     aws.ToString(out.ETag),
+		Modified: aws.ToTime(out.LastModified).UTC(),
+	}, nil
+}
+
+// List lists the objects under prefix with ListObjectsV2, page by page.
+// Objects whose key (below the sink's prefix) is not a valid sink key are
+// skipped.
+func (s *Sink) List(ctx context.Context, prefix string) ([]driver.Attrs, error) {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.opts.Bucket)}
 	strip := ""
 	if s.opts.Prefix != "" {
@@ -320,12 +412,12 @@ func (s *Sink) List(ctx context.Context, prefix string) ([]report.ObjectInfo, er
 	if full := strip + prefix; full != "" {
 		in.Prefix = aws.String(full)
 	}
-	var out []report.ObjectInfo
+	var out []driver.Attrs
 	p := s3.NewListObjectsV2Paginator(s.client, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("list s3://%s/%s: %w", s.opts.Bucket, strip+prefix, err)
+			return nil, err
 		}
 		for _, o := range page.Contents {
 			k := aws.ToString(o.Key)
@@ -333,11 +425,29 @@ func (s *Sink) List(ctx context.Context, prefix string) ([]report.ObjectInfo, er
 				continue
 			}
 			k = k[len(strip):]
-			if report.CheckKey(k) != nil {
+			if sink.CheckKey(k) != nil {
 				continue
 			}
-			out = append(out, report.ObjectInfo{Key: k, Size: aws.ToInt64(o.Size), Modified: aws.ToTime(o.LastModified).UTC()})
+			out = append(out, driver.Attrs{
+				Key:      k,
+				Size:     aws.ToInt64(o.Size),
+				ETag:     aws.ToString(o.ETag),
+				Modified: aws.ToTime(o.LastModified).UTC(),
+			})
 		}
 	}
 	return out, nil
+}
+
+// Delete removes the object with DeleteObject; S3 answers a missing key
+// with success too.
+func (s *Sink) Delete(ctx context.Context, key string) error {
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{
+		Bucket: aws.String(s.opts.Bucket),
+		Key:    aws.String(s.objectKey(key)),
+	})
+	if err != nil && !objectMissing(err) {
+		return err
+	}
+	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/reportjob/reportjob/internal/report"
-	"github.com/reportjob/reportjob/internal/report/sinktest"
+	"github.com/reportjob/reportjob/internal/sink"
+	"github.com/reportjob/reportjob/internal/sink/driver"
+	"github.com/reportjob/reportjob/internal/sink/drivertest"
 	"github.com/reportjob/reportjob/internal/testenv"
 )
 
@@ -68,12 +71,21 @@ func newSink(t testing.TB, c *s3.Client, opts Options) *Sink {
 	return s
 }
 
+// noUploads fails t if a multipart upload is in progress under d's prefix.
+func noUploads(t *testing.T, d driver.Bucket) {
+	t.Helper()
+	s := d.(*Sink)
+	if ids := listUploads(t, s.client, s.opts.Bucket); len(ids) != 0 {
+		t.Fatalf("multipart uploads left in the bucket: %q", ids)
+	}
+}
+
 func TestConformanceHTTP(t *testing.T) {
 	srv := testenv.RequireS3(t)
 	c := newClient(t, srv, "")
-	sinktest.Run(t, func(t *testing.T) report.Sink {
+	drivertest.RunHooks(t, func(t *testing.T) driver.Bucket {
 		return newSink(t, c, Options{Bucket: newBucket(t, c)})
-	})
+	}, drivertest.Hooks{NoLeftovers: noUploads})
 }
 
 // TestConformanceHTTPS runs over TLS, where the SDK sends aws-chunked
@@ -81,9 +93,9 @@ func TestConformanceHTTP(t *testing.T) {
 func TestConformanceHTTPS(t *testing.T) {
 	srv := testenv.RequireS3TLS(t)
 	c := newClient(t, srv, "")
-	sinktest.Run(t, func(t *testing.T) report.Sink {
+	drivertest.RunHooks(t, func(t *testing.T) driver.Bucket {
 		return newSink(t, c, Options{Bucket: newBucket(t, c), Prefix: "reports/billing", SSE: SSEAES256})
-	})
+	}, drivertest.Hooks{NoLeftovers: noUploads})
 }
 
 // TestPrefixIsolation: a sink sees only the objects below its own prefix,
@@ -92,37 +104,38 @@ func TestPrefixIsolation(t *testing.T) {
 	srv := testenv.RequireS3(t)
 	c := newClient(t, srv, "")
 	bucket := newBucket(t, c)
-	a := newSink(t, c, Options{Bucket: bucket, Prefix: "a"})
-	ab := newSink(t, c, Options{Bucket: bucket, Prefix: "ab"})
-	root := newSink(t, c, Options{Bucket: bucket})
-	sinktest.Put(t, a, "x/1", []byte("in a"))
-	sinktest.Put(t, ab, "x/1", []byte("in ab"))
-	sinktest.Put(t, root, "a.txt", []byte("beside the prefix"))
+	a := sink.New(newSink(t, c, Options{Bucket: bucket, Prefix: "a"}))
+	ab := sink.New(newSink(t, c, Options{Bucket: bucket, Prefix: "ab"}))
+	root := sink.New(newSink(t, c, Options{Bucket: bucket}))
+	drivertest.MustPut(t, a, "x/1", []byte("in a"))
+	drivertest.MustPut(t, ab, "x/1", []byte("in ab"))
+	drivertest.MustPut(t, root, "a.txt", []byte("beside the prefix"))
 
-	infos, err := a.List(context.Background(), "")
+	as, err := a.List(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(infos) != 1 || infos[0].Key != "x/1" || infos[0].Size != 4 {
-		t.Fatalf("sink a List = %+v, want only x/1 (4 bytes)", infos)
+	if len(as) != 1 || as[0].Key != "x/1" || as[0].Size != 4 {
+		t.Fatalf("sink a List = %+v, want only x/1 (4 bytes)", as)
 	}
-	if got := sinktest.Get(t, root, "ab/x/1"); string(got) != "in ab" {
-		t.Fatalf("object key of sink ab's x/1: got %q", got)
-	}
+	drivertest.RequireContent(t, root, "ab/x/1", []byte("in ab"))
 	if u := a.URL("x/1"); u != "s3://"+bucket+"/a/x/1" {
 		t.Fatalf("URL = %q", u)
 	}
-	infos, err = root.List(context.Background(), "")
+	if u := root.URL("x/1"); u != "s3://"+bucket+"/x/1" {
+		t.Fatalf("URL = %q", u)
+	}
+	as, err = root.List(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys []string
-	for _, o := range infos {
-		keys = append(keys, o.Key)
+	if got := strings.Join(drivertest.Keys(as), " "); got != "a.txt a/x/1 ab/x/1" {
+		t.Fatalf("root List = %q", got)
 	}
-	if strings.Join(keys, " ") != "a.txt a/x/1 ab/x/1" {
-		t.Fatalf("root List = %q", keys)
+	if err := a.Delete(context.Background(), "x/1"); err != nil {
+		t.Fatal(err)
 	}
+	drivertest.RequireContent(t, ab, "x/1", []byte("in ab"))
 }
 
 func TestNewOptions(t *testing.T) {
@@ -136,6 +149,7 @@ func TestNewOptions(t *testing.T) {
 		{Options{}, "empty bucket"},
 		{Options{Bucket: "b", Prefix: "/a"}, "prefix"},
 		{Options{Bucket: "b", Prefix: "a/"}, "prefix"},
+		{Options{Bucket: "b", Prefix: strings.Repeat("p", 513)}, "prefix"},
 		{Options{Bucket: "b", SSE: "aes256"}, `sse "aes256"`},
 		{Options{Bucket: "b", SSE: SSEAES256, KMSKeyID: "k"}, "kms_key_id"},
 		{Options{Bucket: "b", PartSize: 1 << 20}, "part size 1048576"},
@@ -152,34 +166,52 @@ func TestNewOptions(t *testing.T) {
 			t.Errorf("New(%+v) left defaults unset: %+v", tt.opts, s.opts)
 		}
 	}
+	for _, tt := range []struct {
+		prefix, url string
+		max         int
+	}{{"", "s3://b", 1024}, {"a/b", "s3://b/a/b", 1020}} {
+		s, err := New(c, Options{Bucket: "b", Prefix: tt.prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.String() != tt.url || s.MaxKeyLen() != tt.max || s.MaxSegmentLen() != tt.max {
+			t.Errorf("prefix %q: String %q, MaxKeyLen %d, MaxSegmentLen %d; want %q, %d", tt.prefix, s, s.MaxKeyLen(), s.MaxSegmentLen(), tt.url, tt.max)
+		}
+	}
 }
 
 func TestEnsureBucketIdempotent(t *testing.T) {
 	srv := testenv.RequireS3(t)
 	c := newClient(t, srv, "")
 	bucket := newBucket(t, c)
-	s := newSink(t, c, Options{Bucket: bucket})
-	sinktest.Put(t, s, "k", []byte("kept"))
+	b := sink.New(newSink(t, c, Options{Bucket: bucket}))
+	drivertest.MustPut(t, b, "k", []byte("kept"))
 	if err := EnsureBucket(context.Background(), c, bucket, "us-east-1"); err != nil {
 		t.Fatalf("second EnsureBucket: %v", err)
 	}
-	if got := sinktest.Get(t, s, "k"); string(got) != "kept" {
-		t.Fatalf("after EnsureBucket Open = %q", got)
-	}
+	drivertest.RequireContent(t, b, "k", []byte("kept"))
 	if err := EnsureBucket(context.Background(), c, "Bad_Bucket", "us-east-1"); err == nil {
 		t.Fatal("EnsureBucket(Bad_Bucket) = nil, want an error")
 	}
 }
 
-// TestOpenMissingBucket: a missing bucket is an error, not ErrNotFound
-// (which would read as "not delivered yet").
-func TestOpenMissingBucket(t *testing.T) {
+// TestMissingBucket: a missing bucket is an error, not ErrNotFound (which
+// would read as "not delivered yet"), for Get and Stat alike.
+func TestMissingBucket(t *testing.T) {
 	srv := testenv.RequireS3(t)
 	c := newClient(t, srv, "")
-	s := newSink(t, c, Options{Bucket: "rjtest-no-such-bucket"})
-	_, err := s.Open(context.Background(), "k")
-	if err == nil || errors.Is(err, report.ErrNotFound) {
-		t.Fatalf("Open in a missing bucket = %v, want an error other than ErrNotFound", err)
+	b := sink.New(newSink(t, c, Options{Bucket: "rjtest-no-such-bucket"}))
+	ctx := context.Background()
+	if _, _, err := b.Get(ctx, "k"); err == nil || errors.Is(err, sink.ErrNotFound) {
+		t.Errorf("Get in a missing bucket = %v, want an error other than ErrNotFound", err)
+	}
+	if _, err := b.Stat(ctx, "k"); err == nil || errors.Is(err, sink.ErrNotFound) {
+		t.Errorf("Stat in a missing bucket = %v, want an error other than ErrNotFound", err)
+	}
+	for _, opts := range []sink.PutOptions{{IfNoneMatch: true}, {IfMatch: `"x"`}} {
+		if _, err := b.PutBytes(ctx, "k", []byte("x"), opts); err == nil || errors.Is(err, sink.ErrPrecondition) {
+			t.Errorf("Put %+v in a missing bucket = %v, want an error other than ErrPrecondition", opts, err)
+		}
 	}
 }
 
@@ -200,28 +232,23 @@ func TestThroughput(t *testing.T) {
 				srv = testenv.RequireS3TLS(t)
 			}
 			c := newClient(t, srv, "")
-			s := newSink(t, c, Options{Bucket: newBucket(t, c)})
+			b := sink.New(newSink(t, c, Options{Bucket: newBucket(t, c)}))
 			const size = 64 << 20
-			data := sinktest.Bytes(size, 7)
+			data := drivertest.Bytes(size, 7)
 			want := sha256.Sum256(data)
-
-			start := time.Now()
-			w, err := s.NewWriter(context.Background(), "big", "application/octet-stream")
-			if err != nil {
+			path := filepath.Join(t.TempDir(), "big")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			for rest := data; len(rest) > 0; rest = rest[min(len(rest), 256<<10):] {
-				if _, err := w.Write(rest[:min(len(rest), 256<<10)]); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := w.Commit(); err != nil {
+
+			start := time.Now()
+			if _, err := b.PutFile(context.Background(), "big", path, sink.PutOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			up := time.Since(start)
 
 			start = time.Now()
-			r, err := s.Open(context.Background(), "big")
+			r, _, err := b.Get(context.Background(), "big")
 			if err != nil {
 				t.Fatal(err)
 			}

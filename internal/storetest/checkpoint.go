@@ -15,6 +15,9 @@ const (
 	ttl = time.Minute
 )
 
+// none is the Update that changes nothing besides the checkpoint.
+var none checkpoint.Update
+
 // t0 is the clock at the start of every checkpoint test.
 var t0 = time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -65,8 +68,11 @@ func wantErr(t *testing.T, what string, err, target error) {
 
 func testLoadUnknown(t *testing.T, b Backend) {
 	st := load(t, b.Checkpoints, "never-seen")
-	if !st.Checkpoint.IsZero() || st.Lease != (checkpoint.Lease{}) {
+	if !st.Checkpoint.IsZero() || st.Lease != (checkpoint.Lease{}) || len(st.Rechecks) != 0 || len(st.Restated) != 0 {
 		t.Errorf("Load of unknown job = %+v, want zero State", st)
+	}
+	if st.Rechecks == nil {
+		t.Error("Load of unknown job: Rechecks is nil, want non-nil and empty")
 	}
 }
 
@@ -153,10 +159,10 @@ func testLeaseTakeover(t *testing.T, b Backend) {
 	now := a.Expires.Add(time.Second)
 	_, err := cs.Renew(ctx(t), job, a, now, ttl)
 	wantErr(t, "old holder's Renew", err, checkpoint.ErrLeaseLost)
-	err = cs.Commit(ctx(t), job, a, now, time.Time{}, at(time.Hour))
+	err = cs.Commit(ctx(t), job, a, now, time.Time{}, at(time.Hour), none)
 	wantErr(t, "old holder's Commit", err, checkpoint.ErrLeaseLost)
 	// A stale holder that still has time on its own clock is fenced too.
-	err = cs.Commit(ctx(t), job, a, t0.Add(time.Second), time.Time{}, at(time.Hour))
+	err = cs.Commit(ctx(t), job, a, t0.Add(time.Second), time.Time{}, at(time.Hour), none)
 	wantErr(t, "old holder's Commit with its own clock", err, checkpoint.ErrLeaseLost)
 	wantCheckpoint(t, cs, job, time.Time{})
 
@@ -167,7 +173,7 @@ func testLeaseTakeover(t *testing.T, b Backend) {
 	if st := load(t, cs, job); !sameLease(st.Lease, bl) {
 		t.Errorf("old holder's Release changed the lease: %+v, want %+v", st.Lease, bl)
 	}
-	if err := cs.Commit(ctx(t), job, bl, now, time.Time{}, at(time.Hour)); err != nil {
+	if err := cs.Commit(ctx(t), job, bl, now, time.Time{}, at(time.Hour), none); err != nil {
 		t.Fatalf("new holder's Commit: %v", err)
 	}
 	wantCheckpoint(t, cs, job, at(time.Hour))
@@ -179,7 +185,7 @@ func testCommitCAS(t *testing.T, b Backend) {
 	now := at(time.Second)
 	p1 := time.Date(2024, 3, 1, 1, 0, 0, 0, time.UTC)
 	p2, p3 := p1.Add(time.Hour), p1.Add(2*time.Hour)
-	commit := func(from, to time.Time) error { return cs.Commit(ctx(t), job, l, now, from, to) }
+	commit := func(from, to time.Time) error { return cs.Commit(ctx(t), job, l, now, from, to, none) }
 
 	wantErr(t, "first Commit from a non-zero checkpoint", commit(p1, p2), checkpoint.ErrConflict)
 	wantCheckpoint(t, cs, job, time.Time{})
@@ -206,8 +212,12 @@ func testCommitCAS(t *testing.T, b Backend) {
 	if err := commit(p1, p2); err != nil {
 		t.Fatalf("Commit p1 -> p2: %v", err)
 	}
-	// A retried Commit of the same move conflicts: it already happened.
-	wantErr(t, "replayed Commit", commit(p1, p2), checkpoint.ErrConflict)
+	// A retried Commit of the same move (its response was lost) finds its
+	// own work done: nil, and nothing changes.
+	if err := commit(p1, p2); err != nil {
+		t.Fatalf("replayed Commit p1 -> p2: %v, want nil", err)
+	}
+	wantCheckpoint(t, cs, job, p2)
 	if err := commit(p2, p3); err != nil {
 		t.Fatalf("Commit p2 -> p3: %v", err)
 	}
@@ -221,30 +231,30 @@ func testCommitCAS(t *testing.T, b Backend) {
 func testCommitLeaseLost(t *testing.T, b Backend) {
 	cs := b.Checkpoints
 	p1 := time.Date(2024, 3, 1, 1, 0, 0, 0, time.UTC)
-	err := cs.Commit(ctx(t), job, checkpoint.Lease{Owner: "run-a", Token: 1, Expires: at(ttl)}, t0, time.Time{}, p1)
+	err := cs.Commit(ctx(t), job, checkpoint.Lease{Owner: "run-a", Token: 1, Expires: at(ttl)}, t0, time.Time{}, p1, none)
 	wantErr(t, "Commit with a lease never granted", err, checkpoint.ErrLeaseLost)
 
 	l := acquire(t, cs, job, "run-a", t0)
-	err = cs.Commit(ctx(t), job, l, l.Expires, time.Time{}, p1)
+	err = cs.Commit(ctx(t), job, l, l.Expires, time.Time{}, p1, none)
 	wantErr(t, "Commit at the lease's expiry", err, checkpoint.ErrLeaseLost)
-	err = cs.Commit(ctx(t), job, l, l.Expires.Add(time.Hour), time.Time{}, p1)
+	err = cs.Commit(ctx(t), job, l, l.Expires.Add(time.Hour), time.Time{}, p1, none)
 	wantErr(t, "Commit after the lease's expiry", err, checkpoint.ErrLeaseLost)
 	wantCheckpoint(t, cs, job, time.Time{})
 
 	forged := l
 	forged.Token++
-	err = cs.Commit(ctx(t), job, forged, at(time.Second), time.Time{}, p1)
+	err = cs.Commit(ctx(t), job, forged, at(time.Second), time.Time{}, p1, none)
 	wantErr(t, "Commit with a wrong token", err, checkpoint.ErrLeaseLost)
 	forged = l
 	forged.Owner = "run-b"
-	err = cs.Commit(ctx(t), job, forged, at(time.Second), time.Time{}, p1)
+	err = cs.Commit(ctx(t), job, forged, at(time.Second), time.Time{}, p1, none)
 	wantErr(t, "Commit with a wrong owner", err, checkpoint.ErrLeaseLost)
 	wantCheckpoint(t, cs, job, time.Time{})
 
 	if err := cs.Release(ctx(t), job, l); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	err = cs.Commit(ctx(t), job, l, at(time.Second), time.Time{}, p1)
+	err = cs.Commit(ctx(t), job, l, at(time.Second), time.Time{}, p1, none)
 	wantErr(t, "Commit after Release", err, checkpoint.ErrLeaseLost)
 	wantCheckpoint(t, cs, job, time.Time{})
 }
@@ -256,13 +266,13 @@ func testJobsIndependent(t *testing.T, b Backend) {
 	o := acquire(t, cs, other, "run-b", t0) // not held: another job
 	p1 := time.Date(2024, 3, 1, 1, 0, 0, 0, time.UTC)
 
-	err := cs.Commit(ctx(t), other, a, at(time.Second), time.Time{}, p1)
+	err := cs.Commit(ctx(t), other, a, at(time.Second), time.Time{}, p1, none)
 	wantErr(t, "Commit with another job's lease", err, checkpoint.ErrLeaseLost)
-	if err := cs.Commit(ctx(t), job, a, at(time.Second), time.Time{}, p1); err != nil {
+	if err := cs.Commit(ctx(t), job, a, at(time.Second), time.Time{}, p1, none); err != nil {
 		t.Fatalf("Commit %s: %v", job, err)
 	}
 	wantCheckpoint(t, cs, other, time.Time{})
-	if err := cs.Commit(ctx(t), other, o, at(time.Second), time.Time{}, p1.Add(time.Hour)); err != nil {
+	if err := cs.Commit(ctx(t), other, o, at(time.Second), time.Time{}, p1.Add(time.Hour), none); err != nil {
 		t.Fatalf("Commit %s: %v", other, err)
 	}
 	wantCheckpoint(t, cs, job, p1)

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/item"
-	"github.com/reportjob/reportjob/internal/report"
 )
 
 const (
@@ -59,7 +59,7 @@ func put(t *testing.T, b Backend, items ...item.Item) {
 }
 
 // query returns every item of pk after `after` and the number of pages.
-func query(t *testing.T, src report.Source, pk, after string) ([]item.Item, int) {
+func query(t *testing.T, src collect.Source, pk, after string) ([]item.Item, int) {
 	t.Helper()
 	var got []item.Item
 	pages := 0

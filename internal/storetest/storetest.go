@@ -1,12 +1,12 @@
 // Package storetest is the conformance suite every store backend passes:
-// the data table (report.Source, ingest.Writer) and the job state
+// the data table (collect.Source, ingest.Writer) and the job state
 // (checkpoint.Store). A backend's own test calls Run with a factory that
 // opens a fresh, empty store:
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) storetest.Backend {
 //			s := openFresh(t) // new file, or new tables
-//			return storetest.Backend{Source: s, Writer: s, Checkpoints: s}
+//			return storetest.Backend{Source: s, Writer: s, Checkpoints: s, Index: s}
 //		})
 //	}
 //
@@ -22,17 +22,18 @@ import (
 	"testing"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/ingest"
-	"github.com/reportjob/reportjob/internal/report"
 )
 
 // Backend is one store under test. Each call of the factory returns a
 // fresh, empty store (new file / new tables). The factory registers its
 // own cleanup with t.Cleanup.
 type Backend struct {
-	Source      report.Source
+	Source      collect.Source
 	Writer      ingest.Writer
 	Checkpoints checkpoint.Store
+	Index       collect.Index // may be nil for tests that do not need it
 }
 
 // Run runs every conformance test against the backends open returns, each
@@ -61,6 +62,12 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		{"CommitLeaseLost", testCommitLeaseLost},
 		{"JobsIndependent", testJobsIndependent},
 		{"ConcurrentAcquire", testConcurrentAcquire},
+		{"CommitAppliesUpdate", testCommitAppliesUpdate},
+		{"CommitRetryAfterSuccess", testCommitRetryAfterSuccess},
+		{"UpdateLeaseFencing", testUpdateLeaseFencing},
+		{"RechecksOrderAndReplace", testRechecksOrderAndReplace},
+		{"RestatedNewestFirst", testRestatedNewestFirst},
+		{"UpdateRejectsBadInput", testUpdateRejectsBadInput},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

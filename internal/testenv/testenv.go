@@ -25,6 +25,9 @@ const (
 	EnvS3SecretKey = "RJTEST_S3_SECRET_KEY"
 	// EnvDuckDB is a node_modules folder holding @duckdb/node-api.
 	EnvDuckDB = "RJTEST_DUCKDB_NODE_MODULES"
+	// EnvISO4217 is data.js of npm currency-codes: ISO 4217 list one, an
+	// independent copy of the currencies' minor units.
+	EnvISO4217 = "RJTEST_ISO4217_DATA"
 )
 
 // Require returns the value of the environment variable name, or skips

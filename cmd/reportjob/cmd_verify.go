@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/job"
+	"github.com/reportjob/reportjob/internal/metrics"
+	"github.com/reportjob/reportjob/internal/publish"
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+// verifyPeriod is one period in verify's summary line.
+type verifyPeriod struct {
+	Period        string            `json:"period"`
+	Status        string            `json:"status"`
+	Revision      int               `json:"revision,omitempty"`
+	ItemsManifest int64             `json:"items_manifest"`
+	ItemsNow      int64             `json:"items_now"`
+	Problems      []publish.Problem `json:"problems,omitempty"`
+	Repaired      string            `json:"repaired,omitempty"`
+}
+
+type verifySummary struct {
+	Command     string         `json:"command"`
+	Job         string         `json:"job"`
+	RunID       string         `json:"run_id"`
+	Status      string         `json:"status"` // ok | differs | repaired | failed | lease_held | bad_usage
+	From        string         `json:"from"`
+	To          string         `json:"to"`
+	Periods     int            `json:"periods"`
+	OK          int            `json:"ok"`
+	Differ      int            `json:"differ"`
+	Repaired    int            `json:"repaired"`
+	Differences []verifyPeriod `json:"differences"`
+	DurationMS  int64          `json:"duration_ms"`
+	Error       string         `json:"error,omitempty"`
+}
+
+func cmdVerify(ctx context.Context, c *cli, args []string) error {
+	fs := newFlags(c, "verify", "--from T --to T [--repair] [--now T]")
+	var from, to, now timeFlag
+	fs.Var(&from, "from", "first period to check (a period boundary)")
+	fs.Var(&to, "to", "end of the range, exclusive (a period boundary)")
+	repair := fs.Bool("repair", false, "restate what differs and remove unlisted objects (takes the lease)")
+	fs.Var(&now, "now", "fix the report clock (replay and tests)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if from.t.IsZero() || to.t.IsZero() {
+		return usagef("verify needs --from and --to")
+	}
+	started := time.Now()
+	sum := verifySummary{Command: "verify", Job: c.cfg.JobName, RunID: c.runID,
+		From: from.t.UTC().Format(time.RFC3339), To: to.t.UTC().Format(time.RFC3339), Differences: []verifyPeriod{}}
+	checks, err := c.verify(ctx, job.VerifyOptions{From: from.t, To: to.t, Repair: *repair, Now: now.t})
+	for _, pc := range checks {
+		sum.Periods++
+		fmt.Fprintln(c.stdout, verifyLine(pc))
+		if !pc.Differs {
+			sum.OK++
+			continue
+		}
+		sum.Differ++
+		if pc.Repaired != "" {
+			sum.Repaired++
+		}
+		sum.Differences = append(sum.Differences, verifyPeriod{
+			Period: pc.Period.Name(), Status: pc.Status, Revision: pc.Revision,
+			ItemsManifest: pc.ItemsManifest, ItemsNow: pc.ItemsNow, Problems: pc.Problems, Repaired: pc.Repaired,
+		})
+	}
+	switch {
+	case err != nil:
+		sum.Status = map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held"}[exitCode(err)]
+		if sum.Status == "" {
+			sum.Status = "failed"
+		}
+		sum.Error = err.Error()
+	case sum.Differ > 0 && sum.Repaired == sum.Differ:
+		sum.Status = "repaired"
+		err = fmt.Errorf("%d of %d periods differed (all repaired: run verify again to confirm): %w", sum.Differ, sum.Periods, errDiffers)
+	case sum.Differ > 0:
+		sum.Status = "differs"
+		err = fmt.Errorf("%d of %d periods differ: %w", sum.Differ, sum.Periods, errDiffers)
+	default:
+		sum.Status = "ok"
+	}
+	sum.DurationMS = time.Since(started).Milliseconds()
+	c.printJSON(sum)
+	if url := c.cfg.Metrics.PushgatewayURL; url != "" && sum.Status != "bad_usage" && sum.Status != "lease_held" && sum.Status != "failed" {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
+		defer cancel()
+		if perr := metrics.PushVerify(pctx, url, metrics.Verify{Job: c.cfg.JobName, End: time.Now(), Periods: sum.Periods, Differences: sum.Differ}, nil); perr != nil {
+			c.log.Warn("push metrics", "err", perr)
+		}
+	}
+	return err
+}
+
+func (c *cli) verify(ctx context.Context, o job.VerifyOptions) ([]job.PeriodCheck, error) {
+	st, err := openStore(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	defer st.close()
+	b, err := openBucket(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	j := c.newJob(st, b, nil)
+	progress := c.progress()
+	o.Progress = func(i, n int, p report.Period) { progress(i, n, "verify", p) }
+	return j.Verify(ctx, o)
+}
+
+// verifyLine is verify's line for one period.
+func verifyLine(pc job.PeriodCheck) string {
+	var b strings.Builder
+	b.WriteString(pc.Period.Name())
+	b.WriteString("  ")
+	switch pc.Status {
+	case job.VerifyItemsChanged:
+		if d := pc.ItemsNow - pc.ItemsManifest; d > 0 {
+			fmt.Fprintf(&b, "late items: %d (manifest %d, now %d)", d, pc.ItemsManifest, pc.ItemsNow)
+		} else {
+			fmt.Fprintf(&b, "items changed (manifest %d, now %d)", pc.ItemsManifest, pc.ItemsNow)
+		}
+	case job.VerifyOK:
+		fmt.Fprintf(&b, "ok (revision %d, %d items, objects checked)", pc.Revision, pc.ItemsNow)
+	default:
+		b.WriteString(pc.Status)
+	}
+	for i, pr := range pc.Problems {
+		if i == 5 {
+			fmt.Fprintf(&b, "; and %d more", len(pc.Problems)-i)
+			break
+		}
+		b.WriteString("; ")
+		b.WriteString(pr.String())
+	}
+	if pc.Repaired != "" {
+		b.WriteString(" -> repaired: ")
+		b.WriteString(pc.Repaired)
+	}
+	return b.String()
+}

@@ -1,0 +1,306 @@
+// Package aggregate is the stage between collect and encode: it sums a
+// period's billed transactions per (agency, currency) in 128 bits, puts
+// its line items in file order (agency, currency, sort key) with an
+// external sort, and computes the adjustments between two revisions of a
+// period.
+//
+// Commission per transaction is amount x bps / 10000, rounded half to even
+// at the currency's minor unit; a refund's commission counts negative;
+// net = gross - refunds. The rate is the item's own commission_bps, else
+// the agency's from config, else the default.
+package aggregate
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/reportjob/reportjob/internal/extsort"
+	"github.com/reportjob/reportjob/internal/item"
+	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+// Rates are the commission rates of config (commission.*).
+type Rates struct {
+	Default  int32
+	Agencies map[string]int32
+}
+
+// Of returns the rate of tx: its own, its agency's, or the default.
+func (r Rates) Of(tx *item.Transaction) int32 {
+	if tx.HasBPS {
+		return tx.BPS
+	}
+	if bps, ok := r.Agencies[tx.AgencyID]; ok {
+		return bps
+	}
+	return r.Default
+}
+
+// Commission returns tx's signed commission in minor units at bps.
+func Commission(tx *item.Transaction, bps int32) int64 {
+	c := money.Commission(tx.Amount, int64(bps))
+	if tx.Kind == item.Refund {
+		return -c
+	}
+	return c
+}
+
+// Options shape an Aggregator.
+type Options struct {
+	Rates Rates
+	// LineItems keeps the line items, in file order (report.line_items).
+	LineItems bool
+	// Dir holds the line items' spill files; SortMemBytes is the sort's
+	// memory budget (0: the default).
+	Dir          string
+	SortMemBytes int
+}
+
+// ErrOverflow means a sum does not fit 128 bits. It cannot happen with
+// valid items (each below 10^18 in DECIMAL(18,4) units, at most 2^63 of
+// them: below 10^38), and is checked all the same.
+var ErrOverflow = errors.New("sum out of range")
+
+type sumKey struct{ agency, currency string }
+
+// Aggregator sums one period. Add is not safe for concurrent use.
+type Aggregator struct {
+	p     report.Period
+	o     Options
+	sums  map[sumKey]*report.SummaryRow
+	lines *extsort.Sorter
+	key   []byte
+	val   []byte
+}
+
+// New returns an Aggregator of period p.
+func New(p report.Period, o Options) *Aggregator {
+	a := &Aggregator{p: p, o: o, sums: make(map[sumKey]*report.SummaryRow)}
+	if o.LineItems {
+		a.lines = extsort.New(extsort.Options{Dir: o.Dir, MemBytes: o.SortMemBytes})
+	}
+	return a
+}
+
+// Add adds one billed transaction.
+func (a *Aggregator) Add(tx *item.Transaction) error {
+	k := sumKey{tx.AgencyID, tx.Currency.Code}
+	r := a.sums[k]
+	if r == nil {
+		r = &report.SummaryRow{PeriodStart: a.p.Start.UTC(), PeriodEnd: a.p.End.UTC(), AgencyID: tx.AgencyID, Currency: tx.Currency}
+		a.sums[k] = r
+	}
+	c := Commission(tx, a.o.Rates.Of(tx))
+	var ok1, ok2 bool
+	if tx.Kind == item.Refund {
+		r.RefundCount++
+		r.Refunds, ok1 = r.Refunds.Add(money.TotalOf(tx.Amount))
+	} else {
+		r.PurchaseCount++
+		r.Gross, ok1 = r.Gross.Add(money.TotalOf(tx.Amount))
+	}
+	r.Commission, ok2 = r.Commission.Add(money.TotalOf(c))
+	if !ok1 || !ok2 {
+		return fmt.Errorf("agency %q %s: %w", tx.AgencyID, tx.Currency.Code, ErrOverflow)
+	}
+	if a.lines != nil {
+		a.key = lineKey(a.key[:0], tx)
+		a.val = tx.AppendBinary(a.val[:0])
+		if err := a.lines.Add(a.key, a.val); err != nil {
+			return fmt.Errorf("sort line items: %w", err)
+		}
+	}
+	return nil
+}
+
+// lineKey is the line items' order: agency, currency, sort key, partition
+// key (ids and codes hold no 0x00).
+func lineKey(dst []byte, tx *item.Transaction) []byte {
+	dst = append(dst, tx.AgencyID...)
+	dst = append(dst, 0)
+	dst = append(dst, tx.Currency.Code...)
+	dst = append(dst, 0)
+	dst = append(dst, tx.SK...)
+	dst = append(dst, 0)
+	return append(dst, tx.PK...)
+}
+
+// Summary returns the period's summary rows, sorted by (agency, currency),
+// with Net computed.
+func (a *Aggregator) Summary() ([]report.SummaryRow, error) {
+	rows := make([]report.SummaryRow, 0, len(a.sums))
+	for _, r := range a.sums {
+		net, ok := r.Gross.Sub(r.Refunds)
+		if !ok {
+			return nil, fmt.Errorf("agency %q %s: net: %w", r.AgencyID, r.Currency.Code, ErrOverflow)
+		}
+		row := *r
+		row.Net = net
+		rows = append(rows, row)
+	}
+	slices.SortFunc(rows, compareRows)
+	return rows, nil
+}
+
+func compareRows(x, y report.SummaryRow) int {
+	return cmp.Or(cmp.Compare(x.AgencyID, y.AgencyID), cmp.Compare(x.Currency.Code, y.Currency.Code))
+}
+
+// Lines returns the line items in file order. Call it once, after the last
+// Add.
+func (a *Aggregator) Lines() (*Lines, error) {
+	if a.lines == nil {
+		return nil, errors.New("aggregate: line items were not kept")
+	}
+	it, err := a.lines.Sort()
+	if err != nil {
+		return nil, fmt.Errorf("sort line items: %w", err)
+	}
+	return &Lines{it: it, rates: a.o.Rates}, nil
+}
+
+// Close releases the line items' sort (its spill files).
+func (a *Aggregator) Close() error {
+	if a.lines == nil {
+		return nil
+	}
+	return a.lines.Close()
+}
+
+// Lines iterates over line items in file order.
+type Lines struct {
+	it    *extsort.Iterator
+	rates Rates
+	cur   report.LineItem
+	err   error
+}
+
+// Next advances to the next line item.
+func (l *Lines) Next() bool {
+	if l.err != nil || !l.it.Next() {
+		return false
+	}
+	if err := l.cur.Tx.DecodeBinary(l.it.Value()); err != nil {
+		l.err = fmt.Errorf("line items: %w", err)
+		return false
+	}
+	l.cur.BPS = l.rates.Of(&l.cur.Tx)
+	l.cur.Commission = Commission(&l.cur.Tx, l.cur.BPS)
+	return true
+}
+
+// Item is the current line item, valid until the next Next.
+func (l *Lines) Item() *report.LineItem { return &l.cur }
+
+// Err is the error that ended the iteration, if any.
+func (l *Lines) Err() error {
+	if l.err != nil {
+		return l.err
+	}
+	if err := l.it.Err(); err != nil {
+		return fmt.Errorf("line items: %w", err)
+	}
+	return nil
+}
+
+// CurrencyTotals sums rows per currency, for the manifest.
+func CurrencyTotals(rows []report.SummaryRow) ([]report.CurrencyTotal, error) {
+	type acc struct {
+		cur      money.Currency
+		agencies int64
+		row      report.SummaryRow
+	}
+	by := map[string]*acc{}
+	for _, r := range rows {
+		a := by[r.Currency.Code]
+		if a == nil {
+			a = &acc{cur: r.Currency}
+			by[r.Currency.Code] = a
+		}
+		a.agencies++
+		if err := addRow(&a.row, r, 1); err != nil {
+			return nil, fmt.Errorf("totals %s: %w", r.Currency.Code, err)
+		}
+	}
+	out := make([]report.CurrencyTotal, 0, len(by))
+	for _, a := range by {
+		c := a.cur
+		out = append(out, report.CurrencyTotal{
+			Currency: c.Code, Agencies: a.agencies,
+			PurchaseCount: a.row.PurchaseCount, RefundCount: a.row.RefundCount,
+			Gross: c.FormatTotal(a.row.Gross), Refunds: c.FormatTotal(a.row.Refunds),
+			Net: c.FormatTotal(a.row.Net), Commission: c.FormatTotal(a.row.Commission),
+		})
+	}
+	slices.SortFunc(out, func(x, y report.CurrencyTotal) int { return cmp.Compare(x.Currency, y.Currency) })
+	return out, nil
+}
+
+// addRow adds sign*r's counts and amounts to dst.
+func addRow(dst *report.SummaryRow, r report.SummaryRow, sign int64) error {
+	dst.PurchaseCount += sign * r.PurchaseCount
+	dst.RefundCount += sign * r.RefundCount
+	for _, f := range [...]struct{ dst, v *money.Total }{
+		{&dst.Gross, &r.Gross}, {&dst.Refunds, &r.Refunds}, {&dst.Net, &r.Net}, {&dst.Commission, &r.Commission},
+	} {
+		v := *f.v
+		if sign < 0 {
+			v = v.Neg()
+		}
+		s, ok := f.dst.Add(v)
+		if !ok {
+			return ErrOverflow
+		}
+		*f.dst = s
+	}
+	return nil
+}
+
+// Adjustments returns what revision adds to the previous one, per (agency,
+// currency): cur - prev, for every pair whose counts or amounts differ,
+// sorted by (agency, currency). Both inputs are sorted as Summary returns
+// them.
+func Adjustments(prev, cur []report.SummaryRow, revision int32) ([]report.AdjustmentRow, error) {
+	var out []report.AdjustmentRow
+	add := func(base report.SummaryRow, plus, minus *report.SummaryRow) error {
+		d := report.SummaryRow{PeriodStart: base.PeriodStart, PeriodEnd: base.PeriodEnd, AgencyID: base.AgencyID, Currency: base.Currency}
+		if plus != nil {
+			if err := addRow(&d, *plus, 1); err != nil {
+				return err
+			}
+		}
+		if minus != nil {
+			if err := addRow(&d, *minus, -1); err != nil {
+				return err
+			}
+		}
+		if d.PurchaseCount == 0 && d.RefundCount == 0 && d.Gross.IsZero() && d.Refunds.IsZero() &&
+			d.Net.IsZero() && d.Commission.IsZero() {
+			return nil
+		}
+		out = append(out, report.AdjustmentRow{SummaryRow: d, Revision: revision})
+		return nil
+	}
+	i, j := 0, 0
+	for i < len(prev) || j < len(cur) {
+		var err error
+		switch {
+		case j == len(cur) || i < len(prev) && compareRows(prev[i], cur[j]) < 0:
+			err = add(prev[i], nil, &prev[i])
+			i++
+		case i == len(prev) || compareRows(prev[i], cur[j]) > 0:
+			err = add(cur[j], &cur[j], nil)
+			j++
+		default:
+			err = add(cur[j], &cur[j], &prev[i])
+			i, j = i+1, j+1
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

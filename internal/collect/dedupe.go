@@ -1,0 +1,347 @@
+package collect
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/item"
+)
+
+// DedupeOptions say how Dedupe treats transactions other periods billed.
+type DedupeOptions struct {
+	// Job names the job in the index.
+	Job string
+	// Index is the dedupe index; nil dedupes within the period only
+	// (report.dedupe_window 0).
+	Index Index
+	// Window is report.dedupe_window: a claim the period writes counts for
+	// periods that start within Window of its end, and is kept for twice
+	// Window (see Claim.Expires).
+	Window time.Duration
+	// Write makes Dedupe record the period's claims (a run, a restatement,
+	// a backfill); false only looks (a dry run).
+	Write bool
+	// Fence is called before the claims are started and before they are
+	// committed: a non-nil error (the lease is lost) stops Dedupe with it.
+	Fence func() error
+	// Now is the report clock (claims expired before it may be swept).
+	Now time.Time
+}
+
+// Stats are what Dedupe decided.
+type Stats struct {
+	// Transactions billed by the period.
+	Transactions int64
+	// DuplicatesWithinPeriod: identical copies of a transaction billed
+	// once here. DuplicatesAcrossPeriods: identical copies of a transaction
+	// another period billed.
+	DuplicatesWithinPeriod, DuplicatesAcrossPeriods int64
+	// Rejects: validation rejects, conflicting copies within the period,
+	// and copies that differ from what another period billed.
+	Rejects int64
+	// RejectsFile is the joined rejects file (JSON Lines) in the scratch
+	// folder, "" when there are none.
+	RejectsFile string
+}
+
+// Reasons of the rejects Dedupe adds.
+const (
+	reasonConflict    = "conflicting duplicate: %d items carry this transaction_id with different content"
+	reasonBilledOther = "transaction_id already billed in period %s with different content"
+)
+
+// Dedupe merges the transactions by id and calls emit with each billed
+// one, in ascending transaction id order. Identical copies within the
+// period are billed once (the copy with the smallest keys); copies with
+// different content are all rejected. A transaction another period billed
+// within the window is dropped when identical, rejected when not: every
+// transaction stays in the period that billed it first, also when a later
+// period is rebuilt. With o.Write, the claims of the period are recorded
+// before Dedupe returns, and those it no longer bills are released. emit
+// must not keep tx. Dedupe may be called once.
+func (c *Collected) Dedupe(ctx context.Context, o DedupeOptions, emit func(tx *item.Transaction) error) (Stats, error) {
+	var st Stats
+	conflicts := &rejectLog{dir: c.cfg.Dir}
+	defer conflicts.finish()
+	it, err := c.sorted.Sort()
+	if err != nil {
+		return st, fmt.Errorf("sort by transaction id: %w", err)
+	}
+	d := &deduper{c: c, o: o, st: &st, emit: emit, conflicts: conflicts}
+	if o.Index != nil && o.Write {
+		if err := d.startClaims(ctx); err != nil {
+			return st, err
+		}
+		defer d.abortClaims()
+	}
+	if err := d.run(ctx, it); err != nil {
+		return st, err
+	}
+	if d.cw != nil {
+		if err := d.finishClaims(); err != nil {
+			return st, err
+		}
+	}
+	logs := append(append([]*rejectLog{}, c.rejects...), conflicts)
+	n, err := joinRejects(c.rejectsPath(), logs)
+	if err != nil {
+		return st, err
+	}
+	st.Rejects = n
+	if n > 0 {
+		st.RejectsFile = c.rejectsPath()
+	}
+	return st, nil
+}
+
+// deduper walks the id-sorted records.
+type deduper struct {
+	c         *Collected
+	o         DedupeOptions
+	st        *Stats
+	emit      func(*item.Transaction) error
+	conflicts *rejectLog
+
+	// The group of records of the current transaction id.
+	group   [][]byte // values (encoded transactions)
+	groupID []byte
+	groupFP [FPLen]byte
+	mixed   bool // the group holds different contents
+	arena   []byte
+
+	// Candidates waiting for an index lookup, in id order.
+	batch []candidate
+	// Claims of the period being written.
+	cw       ClaimWriter
+	oldIDs   func() (string, error, bool)
+	stopOld  func()
+	oldNext  string
+	oldValid bool
+}
+
+// candidate is a transaction billed once within the period, waiting to be
+// checked against the index.
+type candidate struct {
+	tx item.Transaction
+	fp [FPLen]byte
+}
+
+func (d *deduper) run(ctx context.Context, it interface {
+	Next() bool
+	Key() []byte
+	Value() []byte
+	Err() error
+}) error {
+	for it.Next() {
+		id, fp, ok := keyID(it.Key())
+		if !ok {
+			return fmt.Errorf("sort by transaction id: malformed key %q", it.Key())
+		}
+		if d.groupID != nil && !bytes.Equal(id, d.groupID) {
+			if err := d.endGroup(ctx); err != nil {
+				return err
+			}
+		}
+		if d.groupID == nil {
+			d.groupID = append(d.groupID[:0], id...)
+			d.groupFP = fp
+		} else if fp != d.groupFP {
+			d.mixed = true
+		}
+		// Values are kept for the group only: usually one record.
+		start := len(d.arena)
+		d.arena = append(d.arena, it.Value()...)
+		d.group = append(d.group, d.arena[start:len(d.arena):len(d.arena)])
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("sort by transaction id: %w", err)
+	}
+	if d.groupID != nil {
+		if err := d.endGroup(ctx); err != nil {
+			return err
+		}
+	}
+	return d.flushBatch(ctx)
+}
+
+// endGroup decides the current group: a conflict (every copy rejected) or
+// one candidate and its identical duplicates.
+func (d *deduper) endGroup(ctx context.Context) error {
+	defer func() {
+		clear(d.group)
+		d.group, d.groupID, d.mixed = d.group[:0], nil, false
+		if cap(d.arena) > 1<<20 {
+			d.arena = nil // a huge group: do not keep its memory
+		}
+		d.arena = d.arena[:0]
+	}()
+	if d.mixed {
+		for _, v := range d.group {
+			var tx item.Transaction
+			if err := tx.DecodeBinary(v); err != nil {
+				return fmt.Errorf("sort by transaction id: %w", err)
+			}
+			r := newReject(tx.Item(), item.AttrTransactionID, tx.ID, fmt.Sprintf(reasonConflict, len(d.group)))
+			if err := d.conflicts.add(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	d.st.DuplicatesWithinPeriod += int64(len(d.group) - 1)
+	var cand candidate
+	if err := cand.tx.DecodeBinary(d.group[0]); err != nil {
+		return fmt.Errorf("sort by transaction id: %w", err)
+	}
+	cand.fp = d.groupFP
+	if d.o.Index == nil {
+		return d.bill(&cand, false)
+	}
+	d.batch = append(d.batch, cand)
+	if len(d.batch) == MaxLookup {
+		return d.flushBatch(ctx)
+	}
+	return nil
+}
+
+// flushBatch looks up the batch's claims and decides each candidate.
+func (d *deduper) flushBatch(ctx context.Context) error {
+	if len(d.batch) == 0 {
+		return nil
+	}
+	defer func() {
+		clear(d.batch)
+		d.batch = d.batch[:0]
+	}()
+	ids := make([]string, len(d.batch))
+	for i := range d.batch {
+		ids[i] = d.batch[i].tx.ID
+	}
+	claims, err := d.o.Index.Lookup(ctx, d.o.Job, ids)
+	if err != nil {
+		return fmt.Errorf("look up the dedupe index: %w", err)
+	}
+	byID := make(map[string]Claim, len(claims))
+	for _, cl := range claims {
+		byID[cl.ID] = cl
+	}
+	p := d.c.Period
+	for i := range d.batch {
+		cand := &d.batch[i]
+		cl, ok := byID[cand.tx.ID]
+		switch {
+		case !ok || !cl.Expires.Add(-d.o.Window).After(p.Start):
+			// Unclaimed, or claimed by a period outside the window.
+			if err := d.bill(cand, true); err != nil {
+				return err
+			}
+		case cl.Period.Equal(p.Start):
+			// Our own claim (a rerun, a restatement): rewritten only
+			// when the content changed.
+			if err := d.bill(cand, cl.FP != cand.fp); err != nil {
+				return err
+			}
+		case cl.FP == cand.fp:
+			d.st.DuplicatesAcrossPeriods++
+		default:
+			name := cl.Period.UTC().Format("20060102T1504Z")
+			r := newReject(cand.tx.Item(), item.AttrTransactionID, cand.tx.ID, fmt.Sprintf(reasonBilledOther, name))
+			if err := d.conflicts.add(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// bill emits a billed transaction and records its claim.
+func (d *deduper) bill(cand *candidate, write bool) error {
+	d.st.Transactions++
+	if d.cw != nil {
+		if err := d.releaseBefore(cand.tx.ID); err != nil {
+			return err
+		}
+		if err := d.cw.Add(cand.tx.ID, cand.fp, write); err != nil {
+			return fmt.Errorf("write the dedupe index: %w", err)
+		}
+	}
+	return d.emit(&cand.tx)
+}
+
+func (d *deduper) startClaims(ctx context.Context) error {
+	if d.o.Fence != nil {
+		if err := d.o.Fence(); err != nil {
+			return err
+		}
+	}
+	p := d.c.Period
+	cw, err := d.o.Index.NewClaimWriter(ctx, d.o.Job, p.Start, p.End.Add(2*d.o.Window), d.o.Now)
+	if err != nil {
+		return fmt.Errorf("write the dedupe index: %w", err)
+	}
+	d.cw = cw
+	next, stop := iter.Pull2(d.o.Index.PeriodIDs(ctx, d.o.Job, p.Start))
+	d.oldIDs, d.stopOld = next, stop
+	return d.advanceOld()
+}
+
+func (d *deduper) advanceOld() error {
+	id, err, ok := d.oldIDs()
+	if err != nil {
+		return fmt.Errorf("read the period's previous claims: %w", err)
+	}
+	d.oldNext, d.oldValid = id, ok
+	return nil
+}
+
+// releaseBefore releases the previous claims of the period with an id
+// below id (ids it no longer bills) and skips id itself.
+func (d *deduper) releaseBefore(id string) error {
+	for d.oldValid && d.oldNext <= id {
+		if d.oldNext < id {
+			if err := d.cw.Release(d.oldNext); err != nil {
+				return fmt.Errorf("write the dedupe index: %w", err)
+			}
+		}
+		if err := d.advanceOld(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *deduper) finishClaims() error {
+	for d.oldValid {
+		if err := d.cw.Release(d.oldNext); err != nil {
+			return fmt.Errorf("write the dedupe index: %w", err)
+		}
+		if err := d.advanceOld(); err != nil {
+			return err
+		}
+	}
+	if d.o.Fence != nil {
+		if err := d.o.Fence(); err != nil {
+			return err
+		}
+	}
+	err := d.cw.Commit()
+	d.cw = nil
+	d.stopOld()
+	if err != nil {
+		return fmt.Errorf("write the dedupe index: %w", err)
+	}
+	return nil
+}
+
+func (d *deduper) abortClaims() {
+	if d.cw != nil {
+		d.cw.Abort()
+		d.cw = nil
+	}
+	if d.stopOld != nil {
+		d.stopOld()
+	}
+}

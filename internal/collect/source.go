@@ -1,0 +1,101 @@
+package collect
+
+import (
+	"context"
+	"iter"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/item"
+)
+
+// Source reads partitions of the data table. It never scans: every read
+// names one partition key.
+//
+// Query calls fn with successive pages of the items of partition pk whose
+// sort key is greater than after ("" for the whole partition), in ascending
+// sort key order (byte order of the UTF-8 key), until the partition is done
+// or fn returns an error, which Query returns as is. A partition with no
+// items is not an error: fn is not called. Pages are bounded (DynamoDB: 1 MB);
+// fn must not keep the slice after it returns. Implementations retry
+// throttling and transient errors themselves; an error from Query is final
+// for that call. Query is safe for concurrent use.
+type Source interface {
+	Query(ctx context.Context, pk, after string, fn func(page []item.Item) error) error
+}
+
+// FPLen is the length of a claim's content fingerprint: the first 16
+// bytes of item.Transaction.Fingerprint.
+const FPLen = 16
+
+// Claim says that a transaction id was billed by a period: the dedupe
+// index's entry for the id.
+type Claim struct {
+	ID string
+	// Period is the start of the period that billed the transaction.
+	Period time.Time
+	// FP is the transaction's billing content fingerprint.
+	FP [FPLen]byte
+	// Expires is when the store may delete the claim (DynamoDB's TTL, the
+	// embedded sweep): the billing period's end plus twice
+	// report.dedupe_window. The claim counts for a period that starts
+	// before Expires less one window, that is within the window after the
+	// billing period's end; it is kept a window longer so that a backfill
+	// or restatement of a period up to a window old finds every claim that
+	// counts for it, though the wall clock has moved on.
+	Expires time.Time
+}
+
+// MaxLookup is the most ids one Index.Lookup call takes (DynamoDB's
+// BatchGetItem limit).
+const MaxLookup = 100
+
+// Index is the dedupe index: for every transaction id billed within
+// report.dedupe_window, the period that billed it. It lives in the state
+// store (the embedded file, or the DynamoDB state table with TTL) and costs
+// O(transactions of the periods built): it is read by id, in batches, and
+// never scanned.
+//
+// Index writes are not fenced by the lease in the store: the caller checks
+// that it still holds its lease before it starts and before it commits a
+// ClaimWriter.
+type Index interface {
+	// Lookup returns the stored claims of ids (at most MaxLookup distinct
+	// ids), expired ones included, in any order; an id without a claim is
+	// absent. Reads are strongly consistent: a claim written by an earlier
+	// committed ClaimWriter is seen.
+	Lookup(ctx context.Context, job string, ids []string) ([]Claim, error)
+	// PeriodIDs yields, in ascending byte order, the ids that the period
+	// starting at period claimed at its last committed ClaimWriter (none
+	// when it never did, or when that list has expired: swept on the
+	// embedded store, past its expiry by the wall clock on DynamoDB). A
+	// yielded error ends the sequence.
+	PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error]
+	// NewClaimWriter starts replacing the claims of the period starting at
+	// period. Claims it writes expire at expires. now is the report clock:
+	// the store may sweep claims and lists that expired before it.
+	NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (ClaimWriter, error)
+}
+
+// ClaimWriter replaces one period's claims. Until Commit, the period's
+// previous id list (PeriodIDs) stays in force; by-id claims written by Put
+// and removed by Release take effect as they are written (a crash may leave
+// some of them: the next writer of the period repairs them, since it
+// recomputes every claim of the period and releases what is gone).
+// Exactly one of Commit or Abort must be called. A ClaimWriter is not safe
+// for concurrent use.
+type ClaimWriter interface {
+	// Add records that the period bills id (ids in strictly ascending byte
+	// order across calls). When write is true the by-id claim is
+	// (re)written with the writer's period, fp and expiry; when false the
+	// id only joins the period's id list (its claim is already the
+	// period's, with this fp).
+	Add(id string, fp [FPLen]byte, write bool) error
+	// Release removes id's by-id claim if it is still this period's (an
+	// id the period billed before and no longer bills). Any order.
+	Release(id string) error
+	// Commit flushes what is pending and makes the ids added the period's
+	// id list, replacing the previous one, atomically.
+	Commit() error
+	// Abort drops what was not written yet; the previous id list stays.
+	Abort()
+}

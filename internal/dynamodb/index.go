@@ -1,0 +1,389 @@
+package dynamodb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/reportjob/reportjob/internal/collect"
+)
+
+// The dedupe index (collect.Index) lives in the state table, beside the job
+// items, under keys that no job name can take (job names have no '#'):
+//
+//	job = "<job>#claim#<id>"                 the claim of one transaction id
+//	    period      N  start of the period that billed it, Unix ms
+//	    fp          B  content fingerprint (collect.FPLen bytes)
+//	    expires_at  N  Claim.Expires, Unix s (Time to Live)
+//	job = "<job>#period#<start ms>"          head of a period's id list
+//	    gen         N  generation: a random id of the ClaimWriter that
+//	                   wrote the list, in its chunks' keys
+//	    chunks      N  number of chunks
+//	    count       N  number of ids
+//	    expires_at  N  Unix s (Time to Live)
+//	job = "<job>#period#<start ms>#<gen>#<n>"  chunk n (from 0) of a list
+//	    ids         B  zstd of the ids in ascending byte order, each as
+//	                   uvarint length + bytes; at most ~350 KB
+//	    expires_at  N
+//
+// Lookup is BatchGetItem by key, never a Scan or Query. A ClaimWriter
+// writes claims and chunks with BatchWriteItem as it goes, then the head
+// (the atomic switch to the new generation), then deletes the previous
+// generation's chunks. Since each writer's generation is its own, the
+// chunks of two writers of one period (which the lease should prevent)
+// never mix: the head names one writer's complete list. Expired items are left to Time to Live, which
+// DynamoDB applies by its own (wall) clock, within days: Lookup returns a
+// claim until it is deleted, and PeriodIDs ignores a head whose expires_at
+// has passed by the wall clock, since its chunks may be gone already.
+
+// Attribute names of the index items.
+const (
+	attrExpiresAt = "expires_at"
+	attrPeriod    = "period"
+	attrFP        = "fp"
+	attrGen       = "gen"
+	attrChunks    = "chunks"
+	attrCount     = "count"
+	attrIDs       = "ids"
+)
+
+// Log attribute keys of the index.
+const (
+	logAttr   = "attr"
+	logJob    = "job"
+	logPeriod = "period"
+	logGen    = "gen"
+)
+
+// maxIDChars is the longest transaction id the index takes, in characters
+// (item validation allows no longer ones).
+const maxIDChars = 256
+
+// indexJobName is what a job name may be: the index builds keys from it
+// with '#' as the separator.
+var indexJobName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
+
+func checkIndexJob(job string) error {
+	if !indexJobName.MatchString(job) {
+		return fmt.Errorf("job name %q: want 1 to 255 characters of [A-Za-z0-9._-]", job)
+	}
+	return nil
+}
+
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("transaction id is empty")
+	case !utf8.ValidString(id):
+		return fmt.Errorf("transaction id %q is not valid UTF-8", clip(id))
+	case utf8.RuneCountInString(id) > maxIDChars:
+		return fmt.Errorf("transaction id %q has %d characters, more than %d", clip(id), utf8.RuneCountInString(id), maxIDChars)
+	}
+	return nil
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+func claimKey(job, id string) string { return job + "#claim#" + id }
+
+func headKey(job string, period time.Time) string {
+	return job + "#period#" + strconv.FormatInt(ms(period), 10)
+}
+
+func chunkKey(job string, period time.Time, gen, n int64) string {
+	return headKey(job, period) + "#" + strconv.FormatInt(gen, 10) + "#" + strconv.FormatInt(n, 10)
+}
+
+func binAV(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: b} }
+
+// Lookup implements collect.Index with one strongly consistent BatchGetItem
+// of the ids' claim items (projecting only the claim's attributes),
+// retrying unprocessed keys and throttling until WriteDeadline.
+func (s *Store) Lookup(ctx context.Context, job string, ids []string) ([]collect.Claim, error) {
+	if err := checkIndexJob(job); err != nil {
+		return nil, fmt.Errorf("look up claims: %w", err)
+	}
+	seen := make(map[string]bool, len(ids))
+	keys := make([]map[string]types.AttributeValue, 0, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		if err := checkID(id); err != nil {
+			return nil, fmt.Errorf("look up claims of job %q: %w", job, err)
+		}
+		seen[id] = true
+		keys = append(keys, jobKey(claimKey(job, id)))
+	}
+	if len(keys) > collect.MaxLookup {
+		return nil, fmt.Errorf("look up claims of job %q: %d distinct ids, at most %d per call", job, len(keys), collect.MaxLookup)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	table := s.opts.StateTable
+	prefix := claimKey(job, "")
+	var claims []collect.Claim
+	pending := keys
+	op := batchOp{err: fmt.Sprintf("batch get from table %q", table), log: "retrying batch get", table: table, noun: "keys"}
+	err := s.retryBatch(ctx, op, func(ctx context.Context) (int, error) {
+		out, err := s.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+			RequestItems: map[string]types.KeysAndAttributes{table: {
+				Keys:                     pending,
+				ConsistentRead:           aws.Bool(true),
+				ProjectionExpression:     aws.String("#j, #p, #fp, #e"),
+				ExpressionAttributeNames: map[string]string{"#j": attrJob, "#p": attrPeriod, "#fp": attrFP, "#e": attrExpiresAt},
+			}},
+		})
+		if err != nil {
+			return len(pending), err
+		}
+		for _, av := range out.Responses[table] {
+			c, err := parseClaim(prefix, av)
+			if err != nil {
+				return len(pending), fmt.Errorf("table %q: %w", table, err)
+			}
+			claims = append(claims, c)
+		}
+		pending = out.UnprocessedKeys[table].Keys
+		return len(pending), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("look up claims of job %q: %w", job, err)
+	}
+	return claims, nil
+}
+
+// parseClaim decodes a claim item whose key starts with prefix.
+func parseClaim(prefix string, av map[string]types.AttributeValue) (collect.Claim, error) {
+	k, _ := av[attrJob].(*types.AttributeValueMemberS)
+	if k == nil || !strings.HasPrefix(k.Value, prefix) {
+		return collect.Claim{}, fmt.Errorf("claim item with key %v: want a key starting with %q", av[attrJob], prefix)
+	}
+	c := collect.Claim{ID: strings.TrimPrefix(k.Value, prefix)}
+	period, err := intAttr(av, attrPeriod)
+	if err != nil {
+		return collect.Claim{}, fmt.Errorf("claim item %q: %w", k.Value, err)
+	}
+	expires, err := intAttr(av, attrExpiresAt)
+	if err != nil {
+		return collect.Claim{}, fmt.Errorf("claim item %q: %w", k.Value, err)
+	}
+	fp, _ := av[attrFP].(*types.AttributeValueMemberB)
+	if fp == nil || len(fp.Value) != collect.FPLen {
+		return collect.Claim{}, fmt.Errorf("claim item %q: attribute %s = %v, want %d bytes (B)", k.Value, attrFP, av[attrFP], collect.FPLen)
+	}
+	c.Period = fromMS(period)
+	c.Expires = time.Unix(expires, 0).UTC()
+	copy(c.FP[:], fp.Value)
+	return c, nil
+}
+
+// intAttr returns av[name], an integer N.
+func intAttr(av map[string]types.AttributeValue, name string) (int64, error) {
+	n, ok := av[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, fmt.Errorf("attribute %s = %v, want an integer (N)", name, av[name])
+	}
+	i, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("attribute %s = %q, want an integer", name, n.Value)
+	}
+	return i, nil
+}
+
+// checkPeriod validates a ClaimWriter's period and expiry.
+func checkPeriod(period, expires time.Time) error {
+	switch {
+	case period.IsZero():
+		return errors.New("period start is zero")
+	case !expires.After(period):
+		return fmt.Errorf("expires %s is not after the period start %s", fmtTime(expires), fmtTime(period))
+	}
+	return nil
+}
+
+// NewClaimWriter implements collect.Index. It reads the period's list head
+// (to know the generation it replaces); now is not used, since expired
+// items are left to Time to Live.
+func (s *Store) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
+	if err := checkIndexJob(job); err != nil {
+		return nil, fmt.Errorf("new claim writer: %w", err)
+	}
+	if err := checkPeriod(period, expires); err != nil {
+		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
+	}
+	old, found, err := s.getHead(ctx, job, period)
+	if err != nil {
+		return nil, fmt.Errorf("new claim writer of job %q period %s: %w", job, fmtTime(period), err)
+	}
+	w := &claimWriter{
+		s: s, ctx: ctx, job: job, period: period.UTC(),
+		periodN: numAV(ms(period)), expiresN: numAV(expires.Unix()),
+		old: old, hadOld: found, gen: newGen(old.gen),
+		out: s.newAsyncWriter(ctx, s.opts.StateTable),
+	}
+	w.list = newListChunker(func(data []byte) error {
+		key := chunkKey(job, w.period, w.gen, w.chunks)
+		w.chunks++
+		return w.out.put(types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+			attrJob: strAV(key), attrIDs: binAV(data), attrExpiresAt: w.expiresN,
+		}}}, len(key)+len(data)+64)
+	})
+	return w, nil
+}
+
+// newGen returns a random generation, positive and other than old.
+func newGen(old int64) int64 {
+	for {
+		if g := rand.Int64(); g > 0 && g != old {
+			return g
+		}
+	}
+}
+
+// claimWriter is the DynamoDB collect.ClaimWriter.
+type claimWriter struct {
+	s                 *Store
+	ctx               context.Context
+	job               string
+	period            time.Time
+	periodN, expiresN types.AttributeValue
+	old               head // the list being replaced
+	hadOld            bool
+	gen               int64 // generation written: this writer's own
+	out               *asyncWriter
+	list              *listChunker
+	chunks, count     int64 // chunks started, ids added
+	last              string
+	err               error // sticky: the first failure
+	done              bool
+}
+
+func (w *claimWriter) fail(err error) error {
+	if w.err == nil {
+		w.err = fmt.Errorf("claim writer of job %q period %s: %w", w.job, fmtTime(w.period), err)
+	}
+	return w.err
+}
+
+func (w *claimWriter) usable() error {
+	if w.done {
+		return fmt.Errorf("claim writer of job %q period %s: already committed or aborted", w.job, fmtTime(w.period))
+	}
+	return w.err
+}
+
+// Add implements collect.ClaimWriter. Claims and full chunks of the list
+// are written in the background, WriteConcurrency batches at a time; a
+// failure is returned by a later call.
+func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if err := checkID(id); err != nil {
+		return w.fail(err)
+	}
+	if w.count > 0 && id <= w.last {
+		return w.fail(fmt.Errorf("Add(%q) after Add(%q): ids must be strictly ascending", clip(id), clip(w.last)))
+	}
+	w.last = id
+	w.count++
+	if err := w.list.add(id); err != nil {
+		return w.fail(err)
+	}
+	if !write {
+		return nil
+	}
+	key := claimKey(w.job, id)
+	err := w.out.put(types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+		attrJob: strAV(key), attrPeriod: w.periodN, attrFP: binAV(fp[:]), attrExpiresAt: w.expiresN,
+	}}}, len(key)+64)
+	if err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+// Release implements collect.ClaimWriter with one DeleteItem conditional on
+// the claim's period being the writer's (a failed condition is not an
+// error).
+func (w *claimWriter) Release(id string) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if err := checkID(id); err != nil {
+		return w.fail(err)
+	}
+	_, err := w.s.api.DeleteItem(w.ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(w.s.opts.StateTable),
+		Key:                       jobKey(claimKey(w.job, id)),
+		ConditionExpression:       aws.String("#p = :p"),
+		ExpressionAttributeNames:  map[string]string{"#p": attrPeriod},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": w.periodN},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return w.fail(fmt.Errorf("release claim of %q: %w", clip(id), err))
+	}
+	return nil
+}
+
+// Commit implements collect.ClaimWriter: it writes the last chunk, waits
+// for every claim and chunk, then puts the head, conditional on the head
+// being the one NewClaimWriter read (a concurrent writer fails it), and
+// deletes the replaced generation's chunks (best effort: a failure is
+// logged, and Time to Live removes them later). A Commit that fails before
+// the head write leaves the previous list in force.
+func (w *claimWriter) Commit() error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	w.done = true
+	err := w.list.flush()
+	if err == nil {
+		err = w.out.flush()
+	}
+	if err != nil {
+		// The head still names the previous generation: drop this one.
+		w.out.wait()
+		w.s.deleteChunks(w.ctx, w.job, w.period, w.gen, 0, w.chunks)
+		return w.fail(err)
+	}
+	h := head{gen: w.gen, chunks: w.chunks, count: w.count}
+	if err := w.s.putHead(w.ctx, w.job, w.period, h, w.expiresN, w.old, w.hadOld); err != nil {
+		return w.fail(err)
+	}
+	if w.hadOld {
+		w.s.deleteChunks(w.ctx, w.job, w.period, w.old.gen, 0, w.old.chunks)
+	}
+	return nil
+}
+
+// Abort implements collect.ClaimWriter. It waits for the writes in flight
+// and deletes the chunks of the new generation already written (best
+// effort). It does nothing after Commit or Abort.
+func (w *claimWriter) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.out.wait()
+	w.s.deleteChunks(w.ctx, w.job, w.period, w.gen, 0, w.chunks)
+}

@@ -1,0 +1,308 @@
+package dynamodb
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Chunk sizes of a period's id list. A chunk is compressed from raw ids
+// gathered up to a raw size that adapts to the compression ratio so that
+// chunks come out near chunkAim; one that comes out above chunkMax is split
+// (an item holds at most 400 KB).
+const (
+	chunkAim    = 300_000
+	chunkMax    = 350_000
+	rawStart    = 512 << 10
+	rawMin      = 64 << 10
+	rawMax      = 4 << 20
+	maxChunkRaw = 64 << 20 // refuse to decode more (a corrupt chunk)
+)
+
+var (
+	zstdEnc = sync.OnceValue(func() *zstd.Encoder {
+		e, err := zstd.NewWriter(nil)
+		if err != nil {
+			panic(fmt.Sprintf("zstd encoder: %v", err)) // only with bad options
+		}
+		return e
+	})
+	zstdDec = sync.OnceValue(func() *zstd.Decoder {
+		d, err := zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxChunkRaw), zstd.WithDecoderConcurrency(0))
+		if err != nil {
+			panic(fmt.Sprintf("zstd decoder: %v", err))
+		}
+		return d
+	})
+)
+
+// listChunker cuts an ascending stream of ids into compressed chunks and
+// passes each to emit, in order.
+type listChunker struct {
+	aim, max  int // compressed size aimed at, and the most allowed
+	rawTarget int // raw bytes gathered before compressing
+	raw       []byte
+	emit      func(data []byte) error
+}
+
+func newListChunker(emit func([]byte) error) *listChunker {
+	return &listChunker{aim: chunkAim, max: chunkMax, rawTarget: rawStart, emit: emit}
+}
+
+func (c *listChunker) add(id string) error {
+	c.raw = binary.AppendUvarint(c.raw, uint64(len(id)))
+	c.raw = append(c.raw, id...)
+	if len(c.raw) >= c.rawTarget {
+		return c.flush()
+	}
+	return nil
+}
+
+// flush emits what is gathered.
+func (c *listChunker) flush() error {
+	if len(c.raw) == 0 {
+		return nil
+	}
+	err := c.compress(c.raw)
+	c.raw = c.raw[:0]
+	return err
+}
+
+func (c *listChunker) compress(raw []byte) error {
+	data := zstdEnc().EncodeAll(raw, nil)
+	if len(data) > c.max {
+		mid := midEntry(raw)
+		if mid == 0 {
+			return fmt.Errorf("one id compresses to %d bytes, more than a chunk's %d", len(data), c.max)
+		}
+		if err := c.compress(raw[:mid]); err != nil {
+			return err
+		}
+		return c.compress(raw[mid:])
+	}
+	c.rawTarget = min(max(int(int64(len(raw))*int64(c.aim)/int64(max(len(data), 1))), rawMin), rawMax)
+	return c.emit(data)
+}
+
+// midEntry returns the offset of the first entry of raw that starts at or
+// after its middle, or 0 when raw holds one entry.
+func midEntry(raw []byte) int {
+	for off := 0; off < len(raw); {
+		n, k := binary.Uvarint(raw[off:])
+		off += k + int(n)
+		if off >= len(raw)/2 {
+			if off >= len(raw) {
+				return 0
+			}
+			return off
+		}
+	}
+	return 0
+}
+
+// head is a period list's head item.
+type head struct {
+	gen, chunks, count int64
+	expires            int64 // Unix s
+}
+
+// getHead reads the head of the period's list (strongly consistent).
+func (s *Store) getHead(ctx context.Context, job string, period time.Time) (head, bool, error) {
+	key := headKey(job, period)
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.opts.StateTable),
+		Key:            jobKey(key),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return head{}, false, fmt.Errorf("get period list head %q: %w", key, err)
+	}
+	if out.Item == nil {
+		return head{}, false, nil
+	}
+	h, err := s.parseHead(key, out.Item)
+	return h, err == nil, err
+}
+
+func (s *Store) parseHead(key string, av map[string]types.AttributeValue) (head, error) {
+	var h head
+	for _, f := range []struct {
+		name string
+		v    *int64
+	}{{attrGen, &h.gen}, {attrChunks, &h.chunks}, {attrCount, &h.count}, {attrExpiresAt, &h.expires}} {
+		n, err := intAttr(av, f.name)
+		if err != nil {
+			return head{}, fmt.Errorf("table %q: period list head %q: %w", s.opts.StateTable, key, err)
+		}
+		*f.v = n
+	}
+	if h.gen < 1 || h.chunks < 0 || h.count < h.chunks {
+		return head{}, fmt.Errorf("table %q: period list head %q: gen %d, chunks %d, count %d make no sense",
+			s.opts.StateTable, key, h.gen, h.chunks, h.count)
+	}
+	return h, nil
+}
+
+// putHead writes h as the head of the period's list, conditional on the
+// stored head being old (or absent when hadOld is false, or deleted by Time
+// to Live since). A retry of a write that succeeded but whose response was
+// lost finds its own generation and succeeds.
+func (s *Store) putHead(ctx context.Context, job string, period time.Time, h head, expires types.AttributeValue, old head, hadOld bool) error {
+	key := headKey(job, period)
+	in := &dynamodb.PutItemInput{
+		TableName: aws.String(s.opts.StateTable),
+		Item: map[string]types.AttributeValue{
+			attrJob: strAV(key), attrGen: numAV(h.gen), attrChunks: numAV(h.chunks), attrCount: numAV(h.count),
+			attrExpiresAt: expires,
+		},
+		ConditionExpression:                 aws.String("attribute_not_exists(#j)"),
+		ExpressionAttributeNames:            map[string]string{"#j": attrJob},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	want := "none"
+	if hadOld {
+		in.ConditionExpression = aws.String("attribute_not_exists(#j) OR #g = :g")
+		in.ExpressionAttributeNames["#g"] = attrGen
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":g": numAV(old.gen)}
+		want = "generation " + strconv.FormatInt(old.gen, 10)
+	}
+	_, err := s.api.PutItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		if err != nil {
+			return fmt.Errorf("put period list head %q: %w", key, err)
+		}
+		return nil
+	}
+	cur := ccf.Item
+	if cur == nil { // a server that does not return it
+		out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(s.opts.StateTable), Key: jobKey(key), ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			return fmt.Errorf("put period list head %q: condition failed, then: %w", key, err)
+		}
+		cur = out.Item
+	}
+	got := "none"
+	if g, ok := cur[attrGen].(*types.AttributeValueMemberN); ok {
+		if g.Value == strconv.FormatInt(h.gen, 10) {
+			return nil // our own earlier write
+		}
+		got = "generation " + g.Value
+	}
+	return fmt.Errorf("put period list head %q: another writer replaced the list (now %s, want %s): %w",
+		key, got, want, err)
+}
+
+// deleteChunks deletes chunks [from, to) of generation gen, best effort:
+// failures are logged.
+func (s *Store) deleteChunks(ctx context.Context, job string, period time.Time, gen, from, to int64) {
+	if from >= to {
+		return
+	}
+	w := s.newAsyncWriter(ctx, s.opts.StateTable)
+	for n := from; n < to && w.failed() == nil; n++ {
+		_ = w.put(types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: jobKey(chunkKey(job, period, gen, n))}}, 100)
+	}
+	if err := w.flush(); err != nil {
+		s.log.Warn("could not delete period list chunks; Time to Live will", logJob, job,
+			logPeriod, period, logGen, gen, logErr, err)
+	}
+}
+
+// PeriodIDs implements collect.Index: it reads the head, then the chunks one
+// at a time (strongly consistent GetItem), holding one chunk in memory. A
+// head whose expires_at has passed by the Store's wall clock counts as
+// absent (Time to Live may have deleted its chunks). A missing or corrupt
+// chunk, ids out of order, or a count that differs from the head's is an
+// error.
+func (s *Store) PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		fail := func(err error) {
+			yield("", fmt.Errorf("period ids of job %q period %s: %w", job, fmtTime(period), err))
+		}
+		if err := checkIndexJob(job); err != nil {
+			fail(err)
+			return
+		}
+		h, found, err := s.getHead(ctx, job, period)
+		if err != nil {
+			fail(err)
+			return
+		}
+		if !found || h.expires <= s.clock().Unix() {
+			return
+		}
+		var (
+			last string
+			n    int64
+			raw  []byte
+		)
+		for c := range h.chunks {
+			key := chunkKey(job, period, h.gen, c)
+			raw, err = s.getChunk(ctx, key, raw[:0])
+			if err != nil {
+				fail(err)
+				return
+			}
+			for off := 0; off < len(raw); {
+				l, k := binary.Uvarint(raw[off:])
+				if k <= 0 || l > uint64(len(raw)-off-k) {
+					fail(fmt.Errorf("chunk %q: corrupt at byte %d", key, off))
+					return
+				}
+				id := string(raw[off+k : off+k+int(l)])
+				off += k + int(l)
+				if n > 0 && id <= last {
+					fail(fmt.Errorf("chunk %q: id %q after %q, want ascending", key, clip(id), clip(last)))
+					return
+				}
+				last = id
+				n++
+				if !yield(id, nil) {
+					return
+				}
+			}
+		}
+		if n != h.count {
+			fail(fmt.Errorf("list has %d ids, its head says %d", n, h.count))
+		}
+	}
+}
+
+// getChunk reads and decompresses one chunk, appending to raw.
+func (s *Store) getChunk(ctx context.Context, key string, raw []byte) ([]byte, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(s.opts.StateTable),
+		Key:                      jobKey(key),
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#i"),
+		ExpressionAttributeNames: map[string]string{"#i": attrIDs},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get chunk %q: %w", key, err)
+	}
+	if out.Item == nil {
+		return nil, fmt.Errorf("chunk %q is missing", key)
+	}
+	b, ok := out.Item[attrIDs].(*types.AttributeValueMemberB)
+	if !ok {
+		return nil, fmt.Errorf("chunk %q: attribute %s = %v, want B", key, attrIDs, out.Item[attrIDs])
+	}
+	raw, err = zstdDec().DecodeAll(b.Value, raw)
+	if err != nil {
+		return nil, fmt.Errorf("chunk %q: %w", key, err)
+	}
+	return raw, nil
+}

@@ -1,0 +1,236 @@
+package dynamodb
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/reportjob/reportjob/internal/checkpoint"
+)
+
+// A job's item in the state table (HASH "job" = the job name; times are
+// Unix milliseconds):
+//
+//	job           S  job name
+//	checkpoint    N  end of the last delivered period (absent: none yet)
+//	lease_owner   S  holder of the lease (absent when released)
+//	lease_token   N  fencing token, +1 on every Acquire; kept on Release
+//	lease_expires N  lease expiry (absent when released)
+//	rechecks      M  periods owed a recheck: key = period start in decimal
+//	                 Unix milliseconds ("1709251200000"), value =
+//	                 M{end: N, read: N (absent when zero)}; created empty by
+//	                 Acquire when missing (items of the first version)
+//	restated      L  latest restatements, newest first, at most
+//	                 checkpoint.MaxRestated: M{start: N, end: N,
+//	                 revision: N, reason: S, at: N (absent when zero),
+//	                 items_before: N, items_after: N}; absent when none
+//
+// A map keyed by period start lets Commit and Update set or remove one
+// entry (SET rechecks.#k = :v, REMOVE rechecks.#k) without reading the
+// others; the short restated list is set whole.
+const (
+	attrCheckpoint   = "checkpoint"
+	attrLeaseOwner   = "lease_owner"
+	attrLeaseToken   = "lease_token"
+	attrLeaseExpires = "lease_expires"
+	attrRechecks     = "rechecks"
+	attrRestated     = "restated"
+)
+
+// Fields of a rechecks entry and of a restated element.
+const (
+	fieldStart       = "start"
+	fieldEnd         = "end"
+	fieldRead        = "read"
+	fieldRevision    = "revision"
+	fieldReason      = "reason"
+	fieldAt          = "at"
+	fieldItemsBefore = "items_before"
+	fieldItemsAfter  = "items_after"
+)
+
+func jobKey(job string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrJob: &types.AttributeValueMemberS{Value: job}}
+}
+
+func numAV(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func strAV(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+// ms is t in Unix milliseconds; the zero time has no such value and is
+// never stored.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(n int64) time.Time { return time.UnixMilli(n).UTC() }
+
+// msKey is the rechecks key of the period starting at t.
+func msKey(t time.Time) string { return strconv.FormatInt(ms(t), 10) }
+
+func recheckAV(r checkpoint.Recheck) types.AttributeValue {
+	m := map[string]types.AttributeValue{fieldEnd: numAV(ms(r.End))}
+	if !r.Read.IsZero() {
+		m[fieldRead] = numAV(ms(r.Read))
+	}
+	return &types.AttributeValueMemberM{Value: m}
+}
+
+func restatedAV(list []checkpoint.Restatement) types.AttributeValue {
+	l := make([]types.AttributeValue, len(list))
+	for i, r := range list {
+		m := map[string]types.AttributeValue{
+			fieldStart: numAV(ms(r.Start)), fieldEnd: numAV(ms(r.End)),
+			fieldRevision: numAV(int64(r.Revision)), fieldReason: strAV(r.Reason),
+			fieldItemsBefore: numAV(r.ItemsBefore), fieldItemsAfter: numAV(r.ItemsAfter),
+		}
+		if !r.At.IsZero() {
+			m[fieldAt] = numAV(ms(r.At))
+		}
+		l[i] = &types.AttributeValueMemberM{Value: m}
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
+// parseState decodes a state item; nil is the zero State. Rechecks and
+// Restated are never nil.
+func (s *Store) parseState(av map[string]types.AttributeValue) (checkpoint.State, error) {
+	st := checkpoint.State{Rechecks: []checkpoint.Recheck{}, Restated: []checkpoint.Restatement{}}
+	if av == nil {
+		return st, nil
+	}
+	if c, ok, err := s.intField(av, "", attrCheckpoint, false); err != nil {
+		return st, err
+	} else if ok {
+		st.Checkpoint = fromMS(c)
+	}
+	if v, ok := av[attrLeaseOwner]; ok {
+		o, isS := v.(*types.AttributeValueMemberS)
+		if !isS {
+			return st, fmt.Errorf("table %q: attribute %s has type %s, want S", s.opts.StateTable, attrLeaseOwner, avType(v))
+		}
+		st.Lease.Owner = o.Value
+	}
+	tok, _, err := s.intField(av, "", attrLeaseToken, false)
+	if err != nil {
+		return st, err
+	}
+	st.Lease.Token = tok
+	if e, ok, err := s.intField(av, "", attrLeaseExpires, false); err != nil {
+		return st, err
+	} else if ok {
+		st.Lease.Expires = fromMS(e)
+	}
+	if st.Rechecks, err = s.parseRechecks(av[attrRechecks]); err != nil {
+		return st, err
+	}
+	if st.Restated, err = s.parseRestated(av[attrRestated]); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+func (s *Store) parseRechecks(v types.AttributeValue) ([]checkpoint.Recheck, error) {
+	out := []checkpoint.Recheck{}
+	if v == nil {
+		return out, nil
+	}
+	m, ok := v.(*types.AttributeValueMemberM)
+	if !ok {
+		return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.opts.StateTable, attrRechecks, avType(v))
+	}
+	for k, e := range m.Value {
+		path := attrRechecks + "." + k
+		start, err := strconv.ParseInt(k, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("table %q: attribute %s: key %q is not Unix milliseconds", s.opts.StateTable, attrRechecks, k)
+		}
+		em, ok := e.(*types.AttributeValueMemberM)
+		if !ok {
+			return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.opts.StateTable, path, avType(e))
+		}
+		end, _, err := s.intField(em.Value, path, fieldEnd, true)
+		if err != nil {
+			return nil, err
+		}
+		r := checkpoint.Recheck{Start: fromMS(start), End: fromMS(end)}
+		if read, ok, err := s.intField(em.Value, path, fieldRead, false); err != nil {
+			return nil, err
+		} else if ok {
+			r.Read = fromMS(read)
+		}
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b checkpoint.Recheck) int { return a.Start.Compare(b.Start) })
+	return out, nil
+}
+
+func (s *Store) parseRestated(v types.AttributeValue) ([]checkpoint.Restatement, error) {
+	out := []checkpoint.Restatement{}
+	if v == nil {
+		return out, nil
+	}
+	l, ok := v.(*types.AttributeValueMemberL)
+	if !ok {
+		return nil, fmt.Errorf("table %q: attribute %s has type %s, want L", s.opts.StateTable, attrRestated, avType(v))
+	}
+	for i, e := range l.Value {
+		path := fmt.Sprintf("%s[%d]", attrRestated, i)
+		em, ok := e.(*types.AttributeValueMemberM)
+		if !ok {
+			return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.opts.StateTable, path, avType(e))
+		}
+		var n [5]int64
+		for j, f := range []string{fieldStart, fieldEnd, fieldRevision, fieldItemsBefore, fieldItemsAfter} {
+			var err error
+			if n[j], _, err = s.intField(em.Value, path, f, true); err != nil {
+				return nil, err
+			}
+		}
+		r := checkpoint.Restatement{Start: fromMS(n[0]), End: fromMS(n[1]), Revision: int(n[2]),
+			ItemsBefore: n[3], ItemsAfter: n[4]}
+		if at, ok, err := s.intField(em.Value, path, fieldAt, false); err != nil {
+			return nil, err
+		} else if ok {
+			r.At = fromMS(at)
+		}
+		if rv, ok := em.Value[fieldReason]; ok {
+			rs, isS := rv.(*types.AttributeValueMemberS)
+			if !isS {
+				return nil, fmt.Errorf("table %q: attribute %s.%s has type %s, want S", s.opts.StateTable, path, fieldReason, avType(rv))
+			}
+			r.Reason = rs.Value
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// intField decodes the integer N attribute name of m, whose path (for
+// errors) is path ("" at the top). ok is false when it is absent, which
+// is an error when required.
+func (s *Store) intField(m map[string]types.AttributeValue, path, name string, required bool) (_ int64, ok bool, _ error) {
+	if path != "" {
+		path += "."
+	}
+	path += name
+	v, ok := m[name]
+	if !ok {
+		if required {
+			return 0, false, fmt.Errorf("table %q: attribute %s is missing", s.opts.StateTable, path)
+		}
+		return 0, false, nil
+	}
+	n, isN := v.(*types.AttributeValueMemberN)
+	if !isN {
+		return 0, false, fmt.Errorf("table %q: attribute %s has type %s, want N", s.opts.StateTable, path, avType(v))
+	}
+	i, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("table %q: attribute %s = %q, want an integer", s.opts.StateTable, path, n.Value)
+	}
+	return i, true, nil
+}

@@ -1,0 +1,328 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"regexp"
+	"time"
+	"unicode/utf8"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/reportjob/reportjob/internal/collect"
+)
+
+var _ collect.Index = (*Store)(nil)
+
+// The dedupe index (collect.Index) has buckets of its own in the file:
+//
+//	claims / <job>                         <id> -> claim value
+//	periods / <job> / heads                <start> -> head value
+//	periods / <job> / expiry               <expires><start> -> ""
+//	periods / <job> / lists / <start> / <gen>   <id> -> ""
+//
+// <start> is the period start in Unix milliseconds and <expires> the
+// list's expiry in Unix seconds, each as 8 bytes that sort as the numbers
+// do (big endian, sign bit flipped); <gen> is a uint64, big endian. A claim
+// value is version 1, period start (ms), expires (s) as big-endian int64s,
+// then the fingerprint. A head value is version 1, generation, id count,
+// expires (s), then a flags byte (1: being swept).
+//
+// A list is written in transactions of indexBatch ids into a new
+// generation bucket; Commit switches the head to it and deletes every other
+// generation in one transaction. The expiry bucket lets NewClaimWriter find
+// expired lists without reading the others.
+
+// indexBatch is how many ids (adds, releases, or sweeps) one write
+// transaction takes: large lists never make one transaction hold GBs of
+// dirty pages.
+var indexBatch = 10_000
+
+// periodIDsPage is how many ids PeriodIDs reads per read transaction.
+var periodIDsPage = 1000
+
+var (
+	bucketClaims  = []byte("claims")
+	bucketPeriods = []byte("periods")
+	bucketHeads   = []byte("heads")
+	bucketExpiry  = []byte("expiry")
+	bucketLists   = []byte("lists")
+)
+
+const (
+	indexVersion = 1
+	claimLen     = 1 + 8 + 8 + collect.FPLen
+	headLen      = 1 + 8 + 8 + 8 + 1
+	flagSweeping = 1
+	maxIDChars   = 256 // item validation allows no longer transaction ids
+)
+
+// indexJobName is what a job name may be in the index.
+var indexJobName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
+
+func checkIndexJob(job string) error {
+	if !indexJobName.MatchString(job) {
+		return fmt.Errorf("job name %q: want 1 to 255 characters of [A-Za-z0-9._-]", job)
+	}
+	return nil
+}
+
+func checkID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("transaction id is empty")
+	case !utf8.ValidString(id):
+		return fmt.Errorf("transaction id %q is not valid UTF-8", clip(id))
+	case utf8.RuneCountInString(id) > maxIDChars:
+		return fmt.Errorf("transaction id %q has %d characters, more than %d", clip(id), utf8.RuneCountInString(id), maxIDChars)
+	}
+	return nil
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
+}
+
+// sortable encodes v in 8 bytes that sort as v does.
+func sortable(v int64) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(v)^(1<<63))
+}
+
+func unsortable(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^ (1 << 63)) }
+
+func genKey(gen uint64) []byte { return binary.BigEndian.AppendUint64(nil, gen) }
+
+type claimValue struct {
+	period  int64 // ms
+	expires int64 // s
+	fp      [collect.FPLen]byte
+}
+
+func (c claimValue) encode() []byte {
+	b := make([]byte, 0, claimLen)
+	b = append(b, indexVersion)
+	b = binary.BigEndian.AppendUint64(b, uint64(c.period))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.expires))
+	return append(b, c.fp[:]...)
+}
+
+func decodeClaim(b []byte) (claimValue, error) {
+	if len(b) != claimLen || b[0] != indexVersion {
+		return claimValue{}, fmt.Errorf("corrupt claim value (%d bytes)", len(b))
+	}
+	c := claimValue{
+		period:  int64(binary.BigEndian.Uint64(b[1:])),
+		expires: int64(binary.BigEndian.Uint64(b[9:])),
+	}
+	copy(c.fp[:], b[17:])
+	return c, nil
+}
+
+type headValue struct {
+	gen, count uint64
+	expires    int64 // s
+	flags      byte
+}
+
+func (h headValue) encode() []byte {
+	b := make([]byte, 0, headLen)
+	b = append(b, indexVersion)
+	b = binary.BigEndian.AppendUint64(b, h.gen)
+	b = binary.BigEndian.AppendUint64(b, h.count)
+	b = binary.BigEndian.AppendUint64(b, uint64(h.expires))
+	return append(b, h.flags)
+}
+
+func decodeHead(b []byte) (headValue, error) {
+	if len(b) != headLen || b[0] != indexVersion {
+		return headValue{}, fmt.Errorf("corrupt period list head (%d bytes)", len(b))
+	}
+	return headValue{
+		gen:     binary.BigEndian.Uint64(b[1:]),
+		count:   binary.BigEndian.Uint64(b[9:]),
+		expires: int64(binary.BigEndian.Uint64(b[17:])),
+		flags:   b[25],
+	}, nil
+}
+
+// jobPeriods returns periods/<job> and its heads, expiry and lists
+// buckets, creating them when create is set (then tx must be writable).
+// Without create, a missing bucket is nil.
+func jobPeriods(tx *bolt.Tx, job string, create bool) (heads, expiry, lists *bolt.Bucket, err error) {
+	if !create {
+		jb := nested(tx.Bucket(bucketPeriods), []byte(job))
+		if jb == nil {
+			return nil, nil, nil, nil
+		}
+		return jb.Bucket(bucketHeads), jb.Bucket(bucketExpiry), jb.Bucket(bucketLists), nil
+	}
+	root, err := tx.CreateBucketIfNotExists(bucketPeriods)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	jb, err := root.CreateBucketIfNotExists([]byte(job))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var bs [3]*bolt.Bucket
+	for i, name := range [][]byte{bucketHeads, bucketExpiry, bucketLists} {
+		if bs[i], err = jb.CreateBucketIfNotExists(name); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return bs[0], bs[1], bs[2], nil
+}
+
+// nested returns b's sub-bucket name, nil when b or it is missing.
+func nested(b *bolt.Bucket, name []byte) *bolt.Bucket {
+	if b == nil {
+		return nil
+	}
+	return b.Bucket(name)
+}
+
+// Lookup implements collect.Index in one read transaction.
+func (s *Store) Lookup(ctx context.Context, job string, ids []string) ([]collect.Claim, error) {
+	if err := checkIndexJob(job); err != nil {
+		return nil, fmt.Errorf("look up claims: %w", err)
+	}
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if err := checkID(id); err != nil {
+			return nil, fmt.Errorf("look up claims of job %q: %w", job, err)
+		}
+		seen[id] = true
+	}
+	if len(seen) > collect.MaxLookup {
+		return nil, fmt.Errorf("look up claims of job %q: %d distinct ids, at most %d per call", job, len(seen), collect.MaxLookup)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("look up claims of job %q: %w", job, err)
+	}
+	var claims []collect.Claim
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := nested(tx.Bucket(bucketClaims), []byte(job))
+		if b == nil {
+			return nil
+		}
+		for id := range seen {
+			v := b.Get([]byte(id))
+			if v == nil {
+				continue
+			}
+			c, err := decodeClaim(v)
+			if err != nil {
+				return fmt.Errorf("claim of %q: %w", clip(id), err)
+			}
+			claims = append(claims, collect.Claim{
+				ID: id, Period: time.UnixMilli(c.period).UTC(), FP: c.fp, Expires: time.Unix(c.expires, 0).UTC(),
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("look up claims of job %q in %s: %w", job, s.path, err)
+	}
+	return claims, nil
+}
+
+// PeriodIDs implements collect.Index. It reads periodIDsPage ids per read
+// transaction and yields them outside it (so that the caller may write
+// meanwhile). A list being swept counts as absent; a list replaced while
+// it is read is an error.
+func (s *Store) PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		fail := func(err error) {
+			yield("", fmt.Errorf("period ids of job %q period %s in %s: %w", job, formatTime(period), s.path, err))
+		}
+		if err := checkIndexJob(job); err != nil {
+			fail(err)
+			return
+		}
+		start := sortable(period.UnixMilli())
+		var (
+			gen      uint64
+			count, n uint64
+			after    []byte
+			page     []string
+		)
+		for {
+			if err := ctx.Err(); err != nil {
+				fail(err)
+				return
+			}
+			page = page[:0]
+			more := false
+			err := s.db.View(func(tx *bolt.Tx) error {
+				heads, _, lists, _ := jobPeriods(tx, job, false)
+				var v []byte
+				if heads != nil {
+					v = heads.Get(start)
+				}
+				if v == nil {
+					if gen != 0 {
+						return errors.New("list removed while it was read")
+					}
+					return nil
+				}
+				h, err := decodeHead(v)
+				if err != nil {
+					return err
+				}
+				switch {
+				case gen == 0 && h.flags&flagSweeping != 0:
+					return nil
+				case gen == 0:
+					gen, count = h.gen, h.count
+				case h.gen != gen || h.flags&flagSweeping != 0:
+					return fmt.Errorf("list replaced or swept while it was read (generation %d, was %d)", h.gen, gen)
+				}
+				b := nested(nested(lists, start), genKey(gen))
+				if b == nil {
+					return fmt.Errorf("generation %d of the list is missing", gen)
+				}
+				c := b.Cursor()
+				k, _ := c.First()
+				if after != nil {
+					k, _ = c.Seek(after)
+					if k != nil && bytes.Equal(k, after) {
+						k, _ = c.Next()
+					}
+				}
+				for ; k != nil; k, _ = c.Next() {
+					if len(page) == periodIDsPage {
+						more = true
+						break
+					}
+					page = append(page, string(k))
+				}
+				return nil
+			})
+			if err != nil {
+				fail(err)
+				return
+			}
+			for _, id := range page {
+				n++
+				if !yield(id, nil) {
+					return
+				}
+			}
+			if !more {
+				break
+			}
+			after = []byte(page[len(page)-1])
+		}
+		if n != count {
+			fail(fmt.Errorf("list of generation %d has %d ids, its head says %d", gen, n, count))
+		}
+	}
+}

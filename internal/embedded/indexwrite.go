@@ -1,0 +1,380 @@
+package embedded
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/reportjob/reportjob/internal/collect"
+)
+
+// NewClaimWriter implements collect.Index. It first sweeps the job's lists
+// whose expiry is at or before now, with the claims that still point to
+// their periods (see sweep), then creates the new generation's bucket.
+func (s *Store) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
+	if err := checkIndexJob(job); err != nil {
+		return nil, fmt.Errorf("new claim writer: %w", err)
+	}
+	switch {
+	case period.IsZero():
+		return nil, fmt.Errorf("new claim writer of job %q: period start is zero", job)
+	case !expires.After(period):
+		return nil, fmt.Errorf("new claim writer of job %q: expires %s is not after the period start %s",
+			job, formatTime(expires), formatTime(period))
+	}
+	if err := s.sweep(ctx, job, now); err != nil {
+		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
+	}
+	w := &claimWriter{
+		s: s, ctx: ctx, job: job, period: period.UTC(),
+		start:   sortable(period.UnixMilli()),
+		claim:   claimValue{period: period.UnixMilli(), expires: expires.Unix()},
+		expires: expires.Unix(),
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		heads, _, lists, err := jobPeriods(tx, job, true)
+		if err != nil {
+			return err
+		}
+		if v := heads.Get(w.start); v != nil {
+			h, err := decodeHead(v)
+			if err != nil {
+				return err
+			}
+			w.old, w.hadOld = h, true
+		}
+		gens, err := lists.CreateBucketIfNotExists(w.start)
+		if err != nil {
+			return err
+		}
+		// Past every generation, also those of writers that never
+		// committed (their buckets go at the next Commit or sweep).
+		w.gen = w.old.gen + 1
+		if k, _ := gens.Cursor().Last(); k != nil && len(k) == 8 {
+			w.gen = max(w.gen, binary.BigEndian.Uint64(k)+1)
+		}
+		_, err = gens.CreateBucket(genKey(w.gen))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new claim writer of job %q period %s in %s: %w", job, formatTime(period), s.path, err)
+	}
+	return w, nil
+}
+
+// claimWriter is the embedded collect.ClaimWriter. It buffers up to
+// indexBatch adds and releases and writes them in one transaction.
+type claimWriter struct {
+	s       *Store
+	ctx     context.Context
+	job     string
+	period  time.Time
+	start   []byte
+	claim   claimValue // period and expiry of the claims written
+	expires int64
+	old     headValue
+	hadOld  bool
+	gen     uint64
+	count   uint64
+	last    string
+	adds    []pendingAdd
+	rels    []string
+	err     error // sticky: the first failure
+	done    bool
+}
+
+type pendingAdd struct {
+	id    string
+	fp    [collect.FPLen]byte
+	write bool
+}
+
+func (w *claimWriter) fail(err error) error {
+	if w.err == nil {
+		w.err = fmt.Errorf("claim writer of job %q period %s: %w", w.job, formatTime(w.period), err)
+	}
+	return w.err
+}
+
+func (w *claimWriter) usable() error {
+	if w.done {
+		return fmt.Errorf("claim writer of job %q period %s: already committed or aborted", w.job, formatTime(w.period))
+	}
+	return w.err
+}
+
+// Add implements collect.ClaimWriter.
+func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if err := checkID(id); err != nil {
+		return w.fail(err)
+	}
+	if w.count > 0 && id <= w.last {
+		return w.fail(fmt.Errorf("Add(%q) after Add(%q): ids must be strictly ascending", clip(id), clip(w.last)))
+	}
+	w.last = id
+	w.count++
+	w.adds = append(w.adds, pendingAdd{id, fp, write})
+	if len(w.adds)+len(w.rels) >= indexBatch {
+		return w.flush()
+	}
+	return nil
+}
+
+// Release implements collect.ClaimWriter.
+func (w *claimWriter) Release(id string) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if err := checkID(id); err != nil {
+		return w.fail(err)
+	}
+	w.rels = append(w.rels, id)
+	if len(w.adds)+len(w.rels) >= indexBatch {
+		return w.flush()
+	}
+	return nil
+}
+
+// flush writes the buffered adds and releases in one transaction.
+func (w *claimWriter) flush() error {
+	if len(w.adds) == 0 && len(w.rels) == 0 {
+		return nil
+	}
+	if err := w.ctx.Err(); err != nil {
+		return w.fail(err)
+	}
+	err := w.s.db.Update(func(tx *bolt.Tx) error {
+		_, _, lists, _ := jobPeriods(tx, w.job, false)
+		list := nested(nested(lists, w.start), genKey(w.gen))
+		if list == nil {
+			return fmt.Errorf("generation %d of the list was deleted by another writer", w.gen)
+		}
+		root, err := tx.CreateBucketIfNotExists(bucketClaims)
+		if err != nil {
+			return err
+		}
+		claims, err := root.CreateBucketIfNotExists([]byte(w.job))
+		if err != nil {
+			return err
+		}
+		for _, a := range w.adds {
+			if err := list.Put([]byte(a.id), nil); err != nil {
+				return fmt.Errorf("list id %q: %w", clip(a.id), err)
+			}
+			if !a.write {
+				continue
+			}
+			c := w.claim
+			c.fp = a.fp
+			if err := claims.Put([]byte(a.id), c.encode()); err != nil {
+				return fmt.Errorf("claim of %q: %w", clip(a.id), err)
+			}
+		}
+		for _, id := range w.rels {
+			if err := deleteClaimOf(claims, id, w.claim.period); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return w.fail(fmt.Errorf("%s: %w", w.s.path, err))
+	}
+	w.adds, w.rels = w.adds[:0], w.rels[:0]
+	return nil
+}
+
+// deleteClaimOf deletes id's claim when it points to the period starting
+// at periodMS.
+func deleteClaimOf(claims *bolt.Bucket, id string, periodMS int64) error {
+	v := claims.Get([]byte(id))
+	if v == nil {
+		return nil
+	}
+	c, err := decodeClaim(v)
+	if err != nil {
+		return fmt.Errorf("claim of %q: %w", clip(id), err)
+	}
+	if c.period != periodMS {
+		return nil
+	}
+	return claims.Delete([]byte(id))
+}
+
+// Commit implements collect.ClaimWriter: after the last batch, one
+// transaction checks that the head is still the one NewClaimWriter read (or
+// was swept since), points it at the new generation, updates the expiry
+// bucket and deletes every other generation of the period.
+func (w *claimWriter) Commit() error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if err := w.flush(); err != nil {
+		return err
+	}
+	w.done = true
+	err := w.s.db.Update(func(tx *bolt.Tx) error {
+		heads, expiry, lists, err := jobPeriods(tx, w.job, true)
+		if err != nil {
+			return err
+		}
+		if v := heads.Get(w.start); v != nil {
+			cur, err := decodeHead(v)
+			if err != nil {
+				return err
+			}
+			if !w.hadOld || cur.gen != w.old.gen {
+				return fmt.Errorf("another writer replaced the list (now generation %d, want %d)", cur.gen, w.old.gen)
+			}
+			if err := expiry.Delete(append(sortable(cur.expires), w.start...)); err != nil {
+				return err
+			}
+		}
+		gens := lists.Bucket(w.start)
+		if gens == nil || gens.Bucket(genKey(w.gen)) == nil {
+			return fmt.Errorf("generation %d of the list was deleted by another writer", w.gen)
+		}
+		h := headValue{gen: w.gen, count: w.count, expires: w.expires}
+		if err := heads.Put(w.start, h.encode()); err != nil {
+			return err
+		}
+		if err := expiry.Put(append(sortable(w.expires), w.start...), nil); err != nil {
+			return err
+		}
+		return deleteGensExcept(gens, genKey(w.gen))
+	})
+	if err != nil {
+		return w.fail(fmt.Errorf("commit in %s: %w", w.s.path, err))
+	}
+	return nil
+}
+
+// deleteGensExcept deletes every generation bucket of gens but keep.
+func deleteGensExcept(gens *bolt.Bucket, keep []byte) error {
+	var del [][]byte
+	err := gens.ForEachBucket(func(k []byte) error {
+		if string(k) != string(keep) {
+			del = append(del, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range del {
+		if err := gens.DeleteBucket(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Abort implements collect.ClaimWriter: it drops what is buffered and
+// deletes the new generation's bucket (best effort: a leftover goes at the
+// period's next Commit or sweep). Claims already written stay (see
+// collect.ClaimWriter). It does nothing after Commit or Abort.
+func (w *claimWriter) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.adds, w.rels = nil, nil
+	_ = w.s.db.Update(func(tx *bolt.Tx) error {
+		_, _, lists, _ := jobPeriods(tx, w.job, false)
+		if gens := nested(lists, w.start); gens != nil && gens.Bucket(genKey(w.gen)) != nil {
+			return gens.DeleteBucket(genKey(w.gen))
+		}
+		return nil
+	})
+}
+
+// sweep deletes the job's lists whose expiry is at or before now, and the
+// claims of their ids that still point to their periods, indexBatch ids per
+// transaction. The first transaction on a list marks its head as being
+// swept (PeriodIDs then ignores it), so that a sweep cut short (a crash, ctx
+// ending) is finished by the next one.
+func (s *Store) sweep(ctx context.Context, job string, now time.Time) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("sweep expired lists: %w", err)
+		}
+		found := false
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			heads, expiry, lists, _ := jobPeriods(tx, job, false)
+			if expiry == nil {
+				return nil
+			}
+			k, _ := expiry.Cursor().First()
+			if k == nil || len(k) != 16 || unsortable(k[:8]) > now.Unix() {
+				return nil
+			}
+			found = true
+			return sweepBatch(tx, job, heads, expiry, lists, append([]byte(nil), k...))
+		})
+		if err != nil {
+			return fmt.Errorf("sweep expired lists in %s: %w", s.path, err)
+		}
+		if !found {
+			return nil
+		}
+	}
+}
+
+// sweepBatch sweeps up to indexBatch ids of the list whose expiry key is
+// ek, and the whole list when none are left.
+func sweepBatch(tx *bolt.Tx, job string, heads, expiry, lists *bolt.Bucket, ek []byte) error {
+	start := ek[8:]
+	v := heads.Get(start)
+	var h headValue
+	if v != nil {
+		var err error
+		if h, err = decodeHead(v); err != nil {
+			return err
+		}
+		if h.flags&flagSweeping == 0 {
+			h.flags |= flagSweeping
+			if err := heads.Put(start, h.encode()); err != nil {
+				return err
+			}
+		}
+	}
+	gens := nested(lists, start)
+	if list := nested(gens, genKey(h.gen)); v != nil && list != nil {
+		var ids [][]byte
+		c := list.Cursor()
+		for k, _ := c.First(); k != nil && len(ids) < indexBatch; k, _ = c.Next() {
+			ids = append(ids, append([]byte(nil), k...))
+		}
+		claims := nested(tx.Bucket(bucketClaims), []byte(job))
+		for _, id := range ids {
+			if claims != nil {
+				if err := deleteClaimOf(claims, string(id), unsortable(start)); err != nil {
+					return err
+				}
+			}
+			if err := list.Delete(id); err != nil {
+				return err
+			}
+		}
+		if len(ids) == indexBatch {
+			return nil // more next time
+		}
+	}
+	if gens != nil {
+		if err := lists.DeleteBucket(start); err != nil {
+			return err
+		}
+	}
+	if v != nil {
+		if err := heads.Delete(start); err != nil {
+			return err
+		}
+	}
+	return expiry.Delete(ek)
+}

@@ -1,0 +1,411 @@
+package encode
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress/zstd"
+
+	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+// Parquet layout.
+//
+// Summary and adjustment amounts are DECIMAL(38,4) on FIXED_LEN_BYTE_ARRAY
+// (16 bytes): no sum of a period can overflow them. Line-item amounts are
+// DECIMAL(18,4) on INT64 (a single amount is below 10^14, checked when
+// the item is validated). parquet-go's decimal tag takes the scale first:
+// decimal(4:38) is DECIMAL(38,4). Timestamps are TIMESTAMP(MILLIS,
+// UTC-adjusted) on INT64; text is BYTE_ARRAY annotated STRING. Every column
+// is REQUIRED except the line items' customer_id and product_id, which are
+// OPTIONAL and NULL when the transaction has none.
+//
+// Files are byte-identical for the same rows: created_by is the constant
+// parquetCreatedBy (parquet-go's default embeds its module version), no
+// key/value metadata, no timestamps, and one fixed codec. Pages are data
+// page v1 with PLAIN (or, for the low-cardinality columns tagged dict,
+// dictionary) encoding, parquet-mr's defaults: parquet-go defaults to v2
+// pages and DELTA_LENGTH_BYTE_ARRAY strings, which older readers (Athena
+// engine 2, Hive, Redshift Spectrum) handle poorly or not at all.
+//
+// The codec is ZSTD at the default level: deterministic (EncodeAll, single
+// goroutine, no CRC), read by Athena, Trino, Spark, DuckDB, pandas and
+// Arrow, and it shrinks the repetitive keys and ids of line items far more
+// than SNAPPY.
+
+// parquetCreatedBy is the footer's created_by: fixed, so that files do not
+// change when parquet-go is upgraded without a format change.
+const parquetCreatedBy = "reportjob"
+
+// lineItemRowGroupRows bounds a transactions row group, and so the
+// writer's memory: parquet-go keeps a row group's pages in memory until it
+// is flushed.
+const lineItemRowGroupRows = 64 * 1024
+
+// lineItemBatch is how many rows LineItemWriter hands parquet-go at once.
+const lineItemBatch = 512
+
+var parquetCodec = &zstd.Codec{Level: zstd.SpeedDefault, Concurrency: 1}
+
+func parquetOptions(extra ...parquet.WriterOption) []parquet.WriterOption {
+	return append([]parquet.WriterOption{
+		&parquet.WriterConfig{CreatedBy: parquetCreatedBy},
+		parquet.Compression(parquetCodec),
+		parquet.DataPageVersion(1),
+		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
+	}, extra...)
+}
+
+// summaryRecord is one row of a summary file; field order is column order.
+type summaryRecord struct {
+	PeriodStart   time.Time `parquet:"period_start,timestamp(millisecond)"`
+	PeriodEnd     time.Time `parquet:"period_end,timestamp(millisecond)"`
+	AgencyID      string    `parquet:"agency_id"`
+	Currency      string    `parquet:"currency"`
+	PurchaseCount int64     `parquet:"purchase_count"`
+	RefundCount   int64     `parquet:"refund_count"`
+	Gross         [16]byte  `parquet:"gross_amount,decimal(4:38)"`
+	Refunds       [16]byte  `parquet:"refund_amount,decimal(4:38)"`
+	Net           [16]byte  `parquet:"net_amount,decimal(4:38)"`
+	Commission    [16]byte  `parquet:"commission_amount,decimal(4:38)"`
+}
+
+// adjustmentRecord is one row of an adjustments file: the summary columns
+// as differences, then the revision.
+type adjustmentRecord struct {
+	PeriodStart   time.Time `parquet:"period_start,timestamp(millisecond)"`
+	PeriodEnd     time.Time `parquet:"period_end,timestamp(millisecond)"`
+	AgencyID      string    `parquet:"agency_id"`
+	Currency      string    `parquet:"currency"`
+	PurchaseCount int64     `parquet:"purchase_count"`
+	RefundCount   int64     `parquet:"refund_count"`
+	Gross         [16]byte  `parquet:"gross_amount,decimal(4:38)"`
+	Refunds       [16]byte  `parquet:"refund_amount,decimal(4:38)"`
+	Net           [16]byte  `parquet:"net_amount,decimal(4:38)"`
+	Commission    [16]byte  `parquet:"commission_amount,decimal(4:38)"`
+	Revision      int32     `parquet:"revision"`
+}
+
+// lineItemRecord is one row of a transactions file; field order is column
+// order. The optional tag makes "" a NULL. Timestamps keep whole
+// milliseconds (parquet-go truncates with time.Time.UnixMilli).
+type lineItemRecord struct {
+	TransactionID string    `parquet:"transaction_id"`
+	AgencyID      string    `parquet:"agency_id,dict"`
+	CustomerID    string    `parquet:"customer_id,optional"`
+	ProductID     string    `parquet:"product_id,optional"`
+	Kind          string    `parquet:"kind,dict"`
+	Currency      string    `parquet:"currency,dict"`
+	Amount        int64     `parquet:"amount,decimal(4:18)"`
+	Commission    int64     `parquet:"commission_amount,decimal(4:18)"`
+	BPS           int32     `parquet:"commission_bps"`
+	RecordedAt    time.Time `parquet:"recorded_at,timestamp(millisecond)"`
+	PartitionKey  string    `parquet:"partition_key,dict"`
+	SortKey       string    `parquet:"sort_key"`
+}
+
+// decimals converts the amounts of one row and keeps the first error,
+// naming the row and the column.
+type decimals struct {
+	cur  money.Currency
+	what func() string // built only on error
+	err  error
+}
+
+func (d *decimals) d38(column string, t money.Total) [16]byte {
+	if d.err != nil {
+		return [16]byte{}
+	}
+	b, err := d.cur.Decimal38(t)
+	if err != nil {
+		d.err = fmt.Errorf("%s: %s: %w", d.what(), column, err)
+	}
+	return b
+}
+
+func (d *decimals) d18(column string, minor int64) int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, err := d.cur.Scale4(minor)
+	if err != nil {
+		d.err = fmt.Errorf("%s: %s: %w", d.what(), column, err)
+	}
+	return v
+}
+
+func toSummaryRecord(r *report.SummaryRow) (summaryRecord, error) {
+	d := decimals{cur: r.Currency, what: func() string {
+		return fmt.Sprintf("agency %q currency %s", r.AgencyID, r.Currency.Code)
+	}}
+	rec := summaryRecord{
+		PeriodStart:   r.PeriodStart.UTC(),
+		PeriodEnd:     r.PeriodEnd.UTC(),
+		AgencyID:      r.AgencyID,
+		Currency:      r.Currency.Code,
+		PurchaseCount: r.PurchaseCount,
+		RefundCount:   r.RefundCount,
+		Gross:         d.d38("gross_amount", r.Gross),
+		Refunds:       d.d38("refund_amount", r.Refunds),
+		Net:           d.d38("net_amount", r.Net),
+		Commission:    d.d38("commission_amount", r.Commission),
+	}
+	return rec, d.err
+}
+
+func toLineItemRecord(li *report.LineItem) (lineItemRecord, error) {
+	tx := &li.Tx
+	d := decimals{cur: tx.Currency, what: func() string {
+		return fmt.Sprintf("transaction %q agency %q currency %s", tx.ID, tx.AgencyID, tx.Currency.Code)
+	}}
+	rec := lineItemRecord{
+		TransactionID: tx.ID,
+		AgencyID:      tx.AgencyID,
+		CustomerID:    tx.CustomerID,
+		ProductID:     tx.ProductID,
+		Kind:          string(tx.Kind),
+		Currency:      tx.Currency.Code,
+		Amount:        d.d18("amount", tx.Amount),
+		Commission:    d.d18("commission_amount", li.Commission),
+		BPS:           li.BPS,
+		RecordedAt:    tx.RecordedAt.UTC(),
+		PartitionKey:  tx.PK,
+		SortKey:       tx.SK,
+	}
+	return rec, d.err
+}
+
+// WriteSummaryParquet writes rows, already sorted by (agency, currency), as
+// a summary Parquet file to w.
+func WriteSummaryParquet(w io.Writer, rows []report.SummaryRow) error {
+	recs := make([]summaryRecord, len(rows))
+	for i := range rows {
+		rec, err := toSummaryRecord(&rows[i])
+		if err != nil {
+			return fmt.Errorf("write summary parquet: %w", err)
+		}
+		recs[i] = rec
+	}
+	return writeAll(w, "summary", recs)
+}
+
+// WriteAdjustmentsParquet writes rows, sorted by (agency, currency), as an
+// adjustments Parquet file to w.
+func WriteAdjustmentsParquet(w io.Writer, rows []report.AdjustmentRow) error {
+	recs := make([]adjustmentRecord, len(rows))
+	for i := range rows {
+		s, err := toSummaryRecord(&rows[i].SummaryRow)
+		if err != nil {
+			return fmt.Errorf("write adjustments parquet: %w", err)
+		}
+		recs[i] = adjustmentRecord{
+			PeriodStart: s.PeriodStart, PeriodEnd: s.PeriodEnd, AgencyID: s.AgencyID, Currency: s.Currency,
+			PurchaseCount: s.PurchaseCount, RefundCount: s.RefundCount,
+			Gross: s.Gross, Refunds: s.Refunds, Net: s.Net, Commission: s.Commission,
+			Revision: rows[i].Revision,
+		}
+	}
+	return writeAll(w, "adjustments", recs)
+}
+
+func writeAll[T any](w io.Writer, what string, recs []T) error {
+	pw := parquet.NewGenericWriter[T](w, parquetOptions()...)
+	if _, err := pw.Write(recs); err != nil {
+		return fmt.Errorf("write %s parquet: %w", what, err)
+	}
+	if err := pw.Close(); err != nil {
+		return fmt.Errorf("write %s parquet: close: %w", what, err)
+	}
+	return nil
+}
+
+// ReadSummaryParquet reads a summary file written by WriteSummaryParquet
+// (the previous revision's, to compute adjustments).
+//
+// A file of another layout is an error: parquet-go maps columns by name
+// and converts what it can, so without the check a v1 summary (amounts
+// DECIMAL(18,4) on INT64) would read as wrong amounts, and a file missing
+// a column would panic.
+func ReadSummaryParquet(r io.ReaderAt, size int64) ([]report.SummaryRow, error) {
+	f, err := parquet.OpenFile(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("read summary parquet: %w", err)
+	}
+	if want := summaryParquetSchema(); !parquet.EqualNodes(f.Schema(), want) {
+		return nil, fmt.Errorf("read summary parquet: not a summary file of this layout: columns %s; want %s",
+			describeColumns(f.Schema()), describeColumns(want))
+	}
+	recs, err := parquet.Read[summaryRecord](r, size)
+	if err != nil {
+		return nil, fmt.Errorf("read summary parquet: %w", err)
+	}
+	rows := make([]report.SummaryRow, len(recs))
+	for i, rec := range recs {
+		c, err := money.LookupCurrency(rec.Currency)
+		if err != nil {
+			return nil, fmt.Errorf("read summary parquet: row %d: %w", i, err)
+		}
+		row := report.SummaryRow{
+			PeriodStart: rec.PeriodStart.UTC(), PeriodEnd: rec.PeriodEnd.UTC(), AgencyID: rec.AgencyID, Currency: c,
+			PurchaseCount: rec.PurchaseCount, RefundCount: rec.RefundCount,
+		}
+		for _, f := range [...]struct {
+			dst *money.Total
+			b   [16]byte
+		}{{&row.Gross, rec.Gross}, {&row.Refunds, rec.Refunds}, {&row.Net, rec.Net}, {&row.Commission, rec.Commission}} {
+			if *f.dst, err = c.FromDecimal38(f.b); err != nil {
+				return nil, fmt.Errorf("read summary parquet: row %d agency %q: %w", i, rec.AgencyID, err)
+			}
+		}
+		rows[i] = row
+	}
+	return rows, nil
+}
+
+// summaryParquetSchema is the schema of summaryRecord.
+var summaryParquetSchema = sync.OnceValue(func() *parquet.Schema { return parquet.SchemaOf(summaryRecord{}) })
+
+// describeColumns lists a schema's top-level columns and their types, for
+// an error message.
+func describeColumns(n parquet.Node) string {
+	var b strings.Builder
+	for i, f := range n.Fields() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(f.Name() + " " + f.Type().String())
+	}
+	return b.String()
+}
+
+// errLineItemWriterClosed is returned by Write and Close after Close.
+var errLineItemWriterClosed = errors.New("line item writer closed")
+
+// LineItemWriter streams a transactions Parquet file. Rows must arrive in
+// file order, (agency, currency, sort key) ascending: a row that sorts
+// before the previous one is an error (the caller sorts; this catches a bug
+// that would make the file depend on input order). Memory is bounded: rows
+// are handed to parquet-go in small batches and a row group is flushed to
+// the underlying writer every 64Ki rows.
+//
+// Errors are sticky: after Write or Close fails, every later call returns
+// the same error and the output must be discarded. A LineItemWriter is not
+// safe for concurrent use.
+type LineItemWriter struct {
+	pw    *parquet.GenericWriter[lineItemRecord]
+	batch []lineItemRecord
+	rows  int64
+	err   error
+	order orderCheck
+}
+
+// NewLineItemWriter returns a writer of a transactions file to w. Close
+// must be called to write the footer; w itself is not closed.
+func NewLineItemWriter(w io.Writer) *LineItemWriter {
+	return &LineItemWriter{
+		pw:    parquet.NewGenericWriter[lineItemRecord](w, parquetOptions(parquet.MaxRowsPerRowGroup(lineItemRowGroupRows))...),
+		batch: make([]lineItemRecord, 0, lineItemBatch),
+	}
+}
+
+// Write adds one line item.
+func (lw *LineItemWriter) Write(li *report.LineItem) error {
+	if lw.err != nil {
+		return lw.err
+	}
+	if err := lw.order.check(li); err != nil {
+		lw.err = fmt.Errorf("write line items: %w", err)
+		return lw.err
+	}
+	rec, err := toLineItemRecord(li)
+	if err != nil {
+		lw.err = fmt.Errorf("write line items: %w", err)
+		return lw.err
+	}
+	lw.batch = append(lw.batch, rec)
+	lw.rows++
+	if len(lw.batch) == cap(lw.batch) {
+		return lw.flushBatch()
+	}
+	return nil
+}
+
+func (lw *LineItemWriter) flushBatch() error {
+	if len(lw.batch) == 0 {
+		return nil
+	}
+	if _, err := lw.pw.Write(lw.batch); err != nil {
+		lw.err = fmt.Errorf("write line items: %w", err)
+		return lw.err
+	}
+	clear(lw.batch) // drop string references
+	lw.batch = lw.batch[:0]
+	return nil
+}
+
+// Close writes the remaining rows and the footer. It does not close the
+// underlying writer.
+func (lw *LineItemWriter) Close() error {
+	if lw.err != nil {
+		return lw.err
+	}
+	if err := lw.flushBatch(); err != nil {
+		return err
+	}
+	if err := lw.pw.Close(); err != nil {
+		lw.err = fmt.Errorf("write line items: close: %w", err)
+		return lw.err
+	}
+	lw.err = errLineItemWriterClosed
+	return nil
+}
+
+// Rows returns how many line items were accepted by Write.
+func (lw *LineItemWriter) Rows() int64 { return lw.rows }
+
+// orderCheck refuses a line item that sorts before the previous one.
+type orderCheck struct {
+	n                       int64
+	agency, currency, sortK string
+}
+
+func (o *orderCheck) check(li *report.LineItem) error {
+	tx := &li.Tx
+	if o.n > 0 {
+		c := compare3(tx.AgencyID, tx.Currency.Code, tx.SK, o.agency, o.currency, o.sortK)
+		if c < 0 {
+			return fmt.Errorf("transaction %q (%q %s %q) comes before the previous row (%q %s %q): rows must be sorted by agency, currency, sort key",
+				tx.ID, tx.AgencyID, tx.Currency.Code, tx.SK, o.agency, o.currency, o.sortK)
+		}
+	}
+	o.n++
+	o.agency, o.currency, o.sortK = tx.AgencyID, tx.Currency.Code, tx.SK
+	return nil
+}
+
+func compare3(a1, a2, a3, b1, b2, b3 string) int {
+	switch {
+	case a1 != b1:
+		return cmpStr(a1, b1)
+	case a2 != b2:
+		return cmpStr(a2, b2)
+	default:
+		return cmpStr(a3, b3)
+	}
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,277 @@
+package encode
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+// Formats are the per-agency file formats (report.agency_files).
+type Formats struct{ CSV, Parquet bool }
+
+// Writer encodes one period's files and hands each finished one to out
+// (which uploads it): the summary first, then the adjustments of a
+// restatement, then the line items agency by agency, then the rejects.
+// Every agency with rows gets its files in its own folder in the Formats
+// asked. On error, or when Close is called early, what is not handed out
+// is removed; files handed out belong to out. A Writer is not safe for
+// concurrent use.
+type Writer struct {
+	dir     string
+	p       report.Period
+	formats Formats
+	out     func(File) error
+	err     error
+
+	lines     *LineItemWriter
+	linesFile *tempFile
+	agency    *agencyLines
+}
+
+// agencyLines are one agency's line-item files being written.
+type agencyLines struct {
+	id       string
+	csvFile  *tempFile
+	csv      *LineItemCSVWriter
+	parqFile *tempFile
+	parq     *LineItemWriter
+}
+
+// NewWriter returns a Writer of period p's files into temp files in dir.
+func NewWriter(dir string, p report.Period, formats Formats, out func(File) error) *Writer {
+	return &Writer{dir: dir, p: p, formats: formats, out: out}
+}
+
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return err
+}
+
+func (w *Writer) emit(f File, err error) error {
+	if err != nil {
+		return w.fail(err)
+	}
+	if err := w.out(f); err != nil {
+		return w.fail(err)
+	}
+	return nil
+}
+
+// Summary writes the summary dataset file (every agency, possibly none)
+// and each agency's summary files. rows are sorted by (agency, currency).
+func (w *Writer) Summary(rows []report.SummaryRow) error {
+	if w.err != nil {
+		return w.err
+	}
+	prefix := report.DatasetPrefix(report.DatasetSummary, w.p)
+	if err := w.emit(encodeFile(w.dir, prefix, "summary", "parquet", TypeParquet, int64(len(rows)),
+		func(x io.Writer) error { return WriteSummaryParquet(x, rows) })); err != nil {
+		return err
+	}
+	for lo := 0; lo < len(rows); {
+		hi := lo + 1
+		for hi < len(rows) && rows[hi].AgencyID == rows[lo].AgencyID {
+			hi++
+		}
+		group := rows[lo:hi]
+		ap := report.AgencyPrefix(group[0].AgencyID, w.p)
+		if w.formats.CSV {
+			if err := w.emit(encodeFile(w.dir, ap, "summary", "csv", TypeCSV, int64(len(group)),
+				func(x io.Writer) error { return WriteSummaryCSV(x, group) })); err != nil {
+				return err
+			}
+		}
+		if w.formats.Parquet {
+			if err := w.emit(encodeFile(w.dir, ap, "summary", "parquet", TypeParquet, int64(len(group)),
+				func(x io.Writer) error { return WriteSummaryParquet(x, group) })); err != nil {
+				return err
+			}
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// Adjustments writes the adjustments dataset file and each changed
+// agency's adjustments files; nothing when rows is empty.
+func (w *Writer) Adjustments(rows []report.AdjustmentRow) error {
+	if w.err != nil || len(rows) == 0 {
+		return w.err
+	}
+	prefix := report.DatasetPrefix(report.DatasetAdjustments, w.p)
+	if err := w.emit(encodeFile(w.dir, prefix, "adjustments", "parquet", TypeParquet, int64(len(rows)),
+		func(x io.Writer) error { return WriteAdjustmentsParquet(x, rows) })); err != nil {
+		return err
+	}
+	for lo := 0; lo < len(rows); {
+		hi := lo + 1
+		for hi < len(rows) && rows[hi].AgencyID == rows[lo].AgencyID {
+			hi++
+		}
+		group := rows[lo:hi]
+		ap := report.AgencyPrefix(group[0].AgencyID, w.p)
+		if w.formats.CSV {
+			if err := w.emit(encodeFile(w.dir, ap, "adjustments", "csv", TypeCSV, int64(len(group)),
+				func(x io.Writer) error { return WriteAdjustmentsCSV(x, group) })); err != nil {
+				return err
+			}
+		}
+		if w.formats.Parquet {
+			if err := w.emit(encodeFile(w.dir, ap, "adjustments", "parquet", TypeParquet, int64(len(group)),
+				func(x io.Writer) error { return WriteAdjustmentsParquet(x, group) })); err != nil {
+				return err
+			}
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// Line adds one line item, in file order (agency, currency, sort key):
+// to the transactions dataset file and to its agency's transactions files.
+func (w *Writer) Line(li *report.LineItem) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.lines == nil {
+		if err := w.openLines(); err != nil {
+			return err
+		}
+	}
+	if err := w.lines.Write(li); err != nil {
+		return w.fail(err)
+	}
+	if !w.formats.CSV && !w.formats.Parquet {
+		return nil
+	}
+	if w.agency != nil && w.agency.id != li.Tx.AgencyID {
+		if err := w.endAgency(); err != nil {
+			return err
+		}
+	}
+	if w.agency == nil {
+		if err := w.startAgency(li.Tx.AgencyID); err != nil {
+			return err
+		}
+	}
+	a := w.agency
+	if a.csv != nil {
+		if err := a.csv.Write(li); err != nil {
+			return w.fail(err)
+		}
+	}
+	if a.parq != nil {
+		if err := a.parq.Write(li); err != nil {
+			return w.fail(err)
+		}
+	}
+	return nil
+}
+
+// EndLines finishes the transactions dataset file (an empty one when there
+// was no line item) and the last agency's files.
+func (w *Writer) EndLines() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.lines == nil {
+		if err := w.openLines(); err != nil {
+			return err
+		}
+	}
+	if w.agency != nil {
+		if err := w.endAgency(); err != nil {
+			return err
+		}
+	}
+	if err := w.lines.Close(); err != nil {
+		return w.fail(err)
+	}
+	t, rows := w.linesFile, w.lines.Rows()
+	w.lines, w.linesFile = nil, nil
+	return w.emit(t.finish(report.DatasetPrefix(report.DatasetTransactions, w.p), "transactions", "parquet", TypeParquet, rows))
+}
+
+func (w *Writer) openLines() error {
+	t, err := newTempFile(w.dir)
+	if err != nil {
+		return w.fail(err)
+	}
+	w.linesFile, w.lines = t, NewLineItemWriter(t)
+	return nil
+}
+
+func (w *Writer) startAgency(id string) error {
+	a := &agencyLines{id: id}
+	w.agency = a
+	if w.formats.CSV {
+		t, err := newTempFile(w.dir)
+		if err != nil {
+			return w.fail(err)
+		}
+		a.csvFile, a.csv = t, NewLineItemCSVWriter(t)
+	}
+	if w.formats.Parquet {
+		t, err := newTempFile(w.dir)
+		if err != nil {
+			return w.fail(err)
+		}
+		a.parqFile, a.parq = t, NewLineItemWriter(t)
+	}
+	return nil
+}
+
+func (w *Writer) endAgency() error {
+	a := w.agency
+	w.agency = nil
+	ap := report.AgencyPrefix(a.id, w.p)
+	if a.csv != nil {
+		err := a.csv.Close()
+		if err != nil {
+			a.csvFile.discard()
+			a.parqFile.discard()
+			return w.fail(err)
+		}
+		if err := w.emit(a.csvFile.finish(ap, "transactions", "csv", TypeCSV, a.csv.Rows())); err != nil {
+			a.parqFile.discard()
+			return err
+		}
+	}
+	if a.parq != nil {
+		if err := a.parq.Close(); err != nil {
+			a.parqFile.discard()
+			return w.fail(err)
+		}
+		return w.emit(a.parqFile.finish(ap, "transactions", "parquet", TypeParquet, a.parq.Rows()))
+	}
+	return nil
+}
+
+// Rejects makes the rejects file at path (n lines, written by collect) the
+// rejects dataset's object.
+func (w *Writer) Rejects(path string, n int64) error {
+	if w.err != nil {
+		return w.err
+	}
+	return w.emit(hashFile(path, report.DatasetPrefix(report.DatasetRejects, w.p), "rejects", "jsonl", TypeJSONL, n))
+}
+
+// Close removes the temp files of what was not finished. It is safe to
+// call at any time and more than once.
+func (w *Writer) Close() {
+	if w.linesFile != nil {
+		w.linesFile.discard()
+		w.linesFile, w.lines = nil, nil
+	}
+	if a := w.agency; a != nil {
+		a.csvFile.discard()
+		a.parqFile.discard()
+		w.agency = nil
+	}
+	if w.err == nil {
+		w.err = fmt.Errorf("%w", ErrClosed)
+	}
+}

@@ -1,0 +1,71 @@
+//go:build unix
+
+package filesink
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// etag is the file's inode, size and modification time in nanoseconds, in
+// hex: a rename of a new temporary file changes the inode, and stamp makes
+// the time later than the replaced file's, so no Put repeats an ETag of
+// the object it replaces or of the one before.
+func etag(fi fs.FileInfo) string {
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = uint64(st.Ino)
+	}
+	return strconv.FormatUint(ino, 16) + "-" + strconv.FormatInt(fi.Size(), 16) + "-" + strconv.FormatInt(fi.ModTime().UnixNano(), 16)
+}
+
+// lockPoll bounds the wait between two attempts to take the flock.
+const lockPoll = 20 * time.Millisecond
+
+// lock takes the sink's exclusive lock: first this process's semaphore,
+// then flock(2) on DIR/.reportjob-sink.lock, polling so that ctx can end
+// the wait. The returned function releases both; calling it again is a
+// no-op.
+func (s *Sink) lock(ctx context.Context) (func(), error) {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("lock %s: %w", lockName, ctx.Err())
+	}
+	f, err := s.root.OpenFile(lockName, os.O_RDWR|os.O_CREATE, fileMode)
+	if err != nil {
+		<-s.sem
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	for wait := time.Millisecond; ; wait = min(2*wait, lockPoll) {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
+			f.Close()
+			<-s.sem
+			return nil, fmt.Errorf("lock %s: %w", lockName, err)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			f.Close()
+			<-s.sem
+			return nil, fmt.Errorf("lock %s: %w", lockName, ctx.Err())
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.Close() // releases the flock
+			<-s.sem
+		})
+	}, nil
+}

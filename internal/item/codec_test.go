@@ -1,0 +1,40 @@
+package item
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/money"
+)
+
+// TestBinaryRoundTrip: a transaction spilled to disk comes back the same,
+// for any time RFC 3339 allows.
+func TestBinaryRoundTrip(t *testing.T) {
+	for _, at := range []time.Time{
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1600, 2, 29, 23, 59, 59, 999_000_000, time.UTC),
+		time.Date(2024, 3, 1, 12, 0, 0, 123_000_000, time.UTC),
+		time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_000_000, time.UTC),
+	} {
+		tx := Transaction{
+			PK: "202403011200#3", SK: "2024-03-01T12:00:00.abc", ID: "tx-é", AgencyID: "../x", CustomerID: "",
+			ProductID: "p", Kind: Refund, Currency: money.Currency{Code: "BHD", Digits: 3},
+			Amount: 1<<62 + 5, BPS: 10000, HasBPS: true, RecordedAt: at,
+		}
+		b := tx.AppendBinary([]byte("prefix"))
+		var got Transaction
+		if err := got.DecodeBinary(b[len("prefix"):]); err != nil {
+			t.Fatalf("%s: %v", at, err)
+		}
+		if got != tx {
+			t.Errorf("round trip:\n got %+v\nwant %+v", got, tx)
+		}
+		for n := 0; n < len(b)-len("prefix"); n++ {
+			if err := got.DecodeBinary(b[len("prefix") : len("prefix")+n]); !errors.Is(err, ErrCorruptRecord) {
+				t.Fatalf("truncated to %d bytes: err %v, want ErrCorruptRecord", n, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,307 @@
+// Package job runs the report job: it takes the job's lease, works out the
+// due periods from the checkpoint, builds and publishes each one (collect,
+// aggregate, encode, publish), moves the checkpoint after each period's
+// manifest is in the sink, then rechecks delivered periods that are owed a
+// re-read and restates those whose items changed. It also runs backfills
+// and verify.
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/aggregate"
+	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/encode"
+	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/scratch"
+	"github.com/reportjob/reportjob/internal/sink"
+)
+
+// Log attribute keys used on every line of a run.
+const (
+	LogJob    = "job"
+	LogRunID  = "run_id"
+	LogPeriod = "period"
+)
+
+// Config is what the job does (the report.*, keys.* and commission.*
+// configuration).
+type Config struct {
+	Name             string
+	Period, Lateness time.Duration
+	// Start is the first period when there is no checkpoint.
+	Start        time.Time
+	MaxPeriods   int
+	RecheckAfter []time.Duration
+	// DedupeWindow 0 dedupes within a period only.
+	DedupeWindow time.Duration
+	Shards       int
+	// Concurrency bounds partition Queries, uploads and deletes in flight.
+	Concurrency int
+	LineItems   bool
+	AgencyFiles encode.Formats
+	Rates       aggregate.Rates
+	// SortMemBytes is the memory budget of each external sort (0: default).
+	SortMemBytes int
+	// TempDir holds the run's scratch folder ("" = the OS default).
+	TempDir string
+	// Version and SinkURL are written into manifests.
+	Version, SinkURL string
+}
+
+// Job is one configured job with its backends.
+type Job struct {
+	Config
+	Source collect.Source
+	// Index is the dedupe index; unused when DedupeWindow is 0.
+	Index  collect.Index
+	State  checkpoint.Store
+	Bucket *sink.Bucket
+	// Owner names this run in the lease (host, pid, run id); RunID names
+	// its publication intents and scratch folder.
+	Owner, RunID string
+	// LeaseTTL defaults to DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	// Clock is the wall clock of the lease (default time.Now). The report
+	// clock ("now" of due periods) is RunOptions.Now.
+	Clock func() time.Time
+	Log   *slog.Logger
+	// OnSummary, when set, is called with every summary row published (the
+	// demo prints them).
+	OnSummary func(report.SummaryRow)
+}
+
+func (j *Job) now() time.Time {
+	if j.Clock == nil {
+		return time.Now()
+	}
+	return j.Clock()
+}
+
+func (j *Job) ttl() time.Duration {
+	if j.LeaseTTL <= 0 {
+		return DefaultLeaseTTL
+	}
+	return j.LeaseTTL
+}
+
+// ErrBadRange is wrapped by errors about --from/--to.
+var ErrBadRange = errors.New("bad range")
+
+// RunOptions select what a run does.
+type RunOptions struct {
+	// Now is the report clock: periods are due when Now >= end+lateness.
+	Now time.Time
+	// DryRun reads and builds every due period, writes nothing and moves
+	// nothing. It does not take the lease.
+	DryRun bool
+	// Backfill rebuilds the periods in [From, To) whatever the checkpoint
+	// and never moves it.
+	Backfill bool
+	From, To time.Time
+	// Progress, when set, is called before each period is built; what is
+	// "period", "recheck" or "backfill".
+	Progress func(i, n int, what string, p report.Period)
+	// Stop, when closed, ends the run cleanly before the next period.
+	Stop <-chan struct{}
+}
+
+// Outcome of a period in a run.
+const (
+	OutcomePublished = "published" // a new revision was published
+	OutcomeUnchanged = "unchanged" // the published revision still holds
+	OutcomeDryRun    = "dry-run"   // built, nothing written
+)
+
+// PeriodResult is what a run did with one period.
+type PeriodResult struct {
+	Period   report.Period
+	Kind     string // "period", "recheck", "backfill", "repair"
+	Outcome  string
+	Manifest *report.Manifest
+	// Previous is the revision the published one replaced (nil for a
+	// first publication or when unchanged).
+	Previous *report.Manifest
+	// Uploaded are the objects written (listed for a dry run as would be).
+	Uploaded []report.FileInfo
+}
+
+// Restated reports whether r published a revision over an earlier one.
+func (r PeriodResult) Restated() bool { return r.Outcome == OutcomePublished && r.Previous != nil }
+
+// Result is what a run did.
+type Result struct {
+	// Periods delivered (or backfilled, or dry-run built), oldest first.
+	Periods []PeriodResult
+	// Rechecks done, oldest first.
+	Rechecks []PeriodResult
+	// PeriodsRemaining and RechecksRemaining are still due after the run.
+	PeriodsRemaining, RechecksRemaining int
+	// Checkpoint after the run.
+	Checkpoint time.Time
+}
+
+// Run runs once. It returns a *checkpoint.HeldError (errors.Is
+// checkpoint.ErrLeaseHeld) when another run holds the lease.
+func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) {
+	if opts.Now.IsZero() {
+		opts.Now = j.now()
+	}
+	var periods []report.Period
+	if opts.Backfill {
+		if periods, err = j.backfillPeriods(opts); err != nil {
+			return res, err
+		}
+	}
+	r := &runner{j: j, opts: opts}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if !opts.DryRun {
+		h, err := j.acquire(ctx, cancel)
+		if err != nil {
+			return res, err
+		}
+		r.lease = h
+		kept := h.keep(ctx)
+		defer func() {
+			cancel(nil)
+			<-kept
+			h.release(ctx)
+		}()
+	}
+	if err := r.open(); err != nil {
+		return res, err
+	}
+	defer r.close()
+
+	st, err := j.State.Load(ctx, j.Name)
+	if err != nil {
+		return res, fmt.Errorf("load checkpoint: %w", err)
+	}
+	res.Checkpoint = st.Checkpoint
+	if !opts.Backfill {
+		periods, res.PeriodsRemaining, err = report.Due(st.Checkpoint, j.Start, opts.Now, j.Period, j.Lateness, j.MaxPeriods)
+		if err != nil {
+			return res, err
+		}
+	}
+	kind := "period"
+	if opts.Backfill {
+		kind = "backfill"
+	}
+	for i, p := range periods {
+		if r.stopped() {
+			j.Log.Info("stopping before the next period", "periods_left", len(periods)-i)
+			res.PeriodsRemaining += len(periods) - i
+			return res, nil
+		}
+		if opts.Progress != nil {
+			opts.Progress(i, len(periods), kind, p)
+		}
+		pr, err := r.deliver(ctx, p, st.Checkpoint, opts.Backfill)
+		if err != nil {
+			res.PeriodsRemaining += len(periods) - i
+			return res, r.explain(ctx, fmt.Errorf("period %s: %w", p.Name(), err))
+		}
+		res.Periods = append(res.Periods, pr)
+		if !opts.Backfill && !opts.DryRun {
+			st.Checkpoint = p.End
+			res.Checkpoint = p.End
+		}
+	}
+	if opts.Backfill || opts.DryRun || len(j.RecheckAfter) == 0 {
+		return res, nil
+	}
+	// Rechecks, after the due periods.
+	if len(res.Periods) > 0 {
+		if st, err = j.State.Load(ctx, j.Name); err != nil {
+			return res, fmt.Errorf("load checkpoint: %w", err)
+		}
+	}
+	due, remaining := report.RechecksDue(st.Rechecks, j.RecheckAfter, opts.Now, j.MaxPeriods)
+	res.RechecksRemaining = remaining
+	for i, e := range due {
+		if r.stopped() {
+			res.RechecksRemaining += len(due) - i
+			return res, nil
+		}
+		p := report.Period{Start: e.Start, End: e.End}
+		if opts.Progress != nil {
+			opts.Progress(i, len(due), "recheck", p)
+		}
+		pr, err := r.recheck(ctx, p)
+		if err != nil {
+			res.RechecksRemaining += len(due) - i
+			return res, r.explain(ctx, fmt.Errorf("recheck %s: %w", p.Name(), err))
+		}
+		res.Rechecks = append(res.Rechecks, pr)
+	}
+	return res, nil
+}
+
+func (j *Job) backfillPeriods(opts RunOptions) ([]report.Period, error) {
+	ps, err := report.Range(opts.From, opts.To, j.Period)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadRange, err)
+	}
+	watermark := opts.Now.Add(-j.Lateness)
+	if opts.To.After(watermark) {
+		return nil, fmt.Errorf("%w: --to %s is beyond the watermark %s (now - lateness): that period is not complete yet",
+			ErrBadRange, opts.To.UTC().Format(time.RFC3339), watermark.UTC().Format(time.RFC3339))
+	}
+	return ps, nil
+}
+
+// runner is one run's state.
+type runner struct {
+	j       *Job
+	opts    RunOptions
+	lease   *holder // nil for a dry run
+	scratch *scratch.Dir
+}
+
+func (r *runner) open() error {
+	if n, err := scratch.Sweep(r.j.TempDir, r.j.Name, r.j.Log); err != nil {
+		r.j.Log.Warn("sweep scratch folders", "err", err)
+	} else if n > 0 {
+		r.j.Log.Info("removed the scratch folders of dead runs", "count", n)
+	}
+	d, err := scratch.New(r.j.TempDir, r.j.Name, r.j.RunID)
+	if err != nil {
+		return err
+	}
+	r.scratch = d
+	return nil
+}
+
+func (r *runner) close() {
+	if err := r.scratch.Close(); err != nil {
+		r.j.Log.Warn("remove scratch folder", "err", err)
+	}
+}
+
+func (r *runner) stopped() bool {
+	select {
+	case <-r.opts.Stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// explain replaces a bare "context canceled" with the reason the run was
+// cancelled (the lease was lost).
+func (r *runner) explain(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) && errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%w (%w)", cause, err)
+	}
+	return err
+}
+
+// leaseNow returns the lease to fence state writes with.
+func (r *runner) leaseNow() checkpoint.Lease { return r.lease.Lease() }

@@ -1,0 +1,121 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/checkpoint"
+)
+
+// DefaultLeaseTTL is how long a lease lasts unless renewed; it is renewed
+// every third of it while the run works.
+const DefaultLeaseTTL = 2 * time.Minute
+
+// holder keeps a run's lease: it renews it in the background and fences
+// every write. Its local deadline (from just before the request that
+// granted or renewed the lease, plus the TTL less a tenth of it for clock
+// skew between hosts; on the monotonic clock, as Job.Clock defaults to
+// time.Now) passes before the store's expiry could: a holder that stalls
+// (a paused process, a long GC, a suspended VM) finds its deadline passed
+// when it resumes, and writes nothing more, before the renewal that would
+// tell it so comes back.
+type holder struct {
+	j      *Job
+	cancel context.CancelCauseFunc
+
+	mu       sync.Mutex
+	lease    checkpoint.Lease
+	deadline time.Time // monotonic
+	lost     error
+}
+
+// ErrFenced wraps checkpoint.ErrLeaseLost when the local deadline of the
+// lease passed.
+var ErrFenced = fmt.Errorf("lease may have expired: this run writes nothing more: %w", checkpoint.ErrLeaseLost)
+
+// Check implements publish.Fence: nil while the lease is certainly held.
+func (h *holder) Check() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lost != nil {
+		return h.lost
+	}
+	if !h.j.now().Before(h.deadline) {
+		return ErrFenced
+	}
+	return nil
+}
+
+// Lease returns the lease as last granted or renewed.
+func (h *holder) Lease() checkpoint.Lease {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease
+}
+
+func (h *holder) margin() time.Duration { return h.j.ttl() / 10 }
+
+// acquire takes the lease and starts renewing it until ctx ends.
+func (j *Job) acquire(ctx context.Context, cancel context.CancelCauseFunc) (*holder, error) {
+	sent := j.now()
+	l, err := j.State.Acquire(ctx, j.Name, j.Owner, j.now(), j.ttl())
+	if err != nil {
+		return nil, fmt.Errorf("acquire lease: %w", err)
+	}
+	h := &holder{j: j, cancel: cancel, lease: l}
+	h.deadline = sent.Add(j.ttl() - h.margin())
+	return h, nil
+}
+
+// keep renews the lease every TTL/3 until ctx ends. When the lease is
+// lost it cancels the run with the reason.
+func (h *holder) keep(ctx context.Context) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(h.j.ttl() / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			sent := h.j.now()
+			nl, err := h.j.State.Renew(ctx, h.j.Name, h.Lease(), h.j.now(), h.j.ttl())
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				if errors.Is(err, checkpoint.ErrLeaseLost) {
+					h.mu.Lock()
+					h.lost = fmt.Errorf("renew lease: %w", err)
+					h.mu.Unlock()
+					h.j.Log.Error("lease lost: stopping the run", "owner", h.lease.Owner, "token", h.lease.Token)
+					h.cancel(h.lost)
+					return
+				}
+				h.j.Log.Warn("renew lease failed; will retry", "err", err)
+				continue
+			}
+			h.mu.Lock()
+			h.lease = nl
+			h.deadline = sent.Add(h.j.ttl() - h.margin())
+			h.mu.Unlock()
+		}
+	}()
+	return done
+}
+
+// release gives the lease back, with a fresh context (the run's may be
+// cancelled).
+func (h *holder) release(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := h.j.State.Release(rctx, h.j.Name, h.Lease()); err != nil {
+		h.j.Log.Warn("release lease", "err", err)
+	}
+}

@@ -1,0 +1,307 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/aggregate"
+	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/encode"
+	"github.com/reportjob/reportjob/internal/publish"
+	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/sink"
+)
+
+// mode says why a period is built.
+type mode struct {
+	kind   string // "period", "recheck", "backfill", "repair"
+	reason string // the manifest's reason when it publishes
+	// rebuild builds the period even when its items match the manifest
+	// (a backfill applies today's configuration; a repair restores
+	// objects).
+	rebuild bool
+	// force uploads every object, also those the manifest lists.
+	force bool
+}
+
+var (
+	modeDelivery = mode{kind: "period", reason: report.ReasonDelivery}
+	modeRecheck  = mode{kind: "recheck", reason: report.ReasonRecheck}
+	modeBackfill = mode{kind: "backfill", reason: report.ReasonBackfill, rebuild: true}
+	modeRepair   = mode{kind: "repair", reason: report.ReasonRepair, rebuild: true, force: true}
+)
+
+// deliver builds a due period (or a backfilled one) and, for a due period,
+// moves the checkpoint from `from` to its end.
+func (r *runner) deliver(ctx context.Context, p report.Period, from time.Time, backfill bool) (PeriodResult, error) {
+	m := modeDelivery
+	if backfill {
+		m = modeBackfill
+	}
+	readAt := r.opts.Now
+	pr, err := r.build(ctx, p, m)
+	if err != nil || r.opts.DryRun {
+		return pr, err
+	}
+	log := r.j.Log.With(LogPeriod, p.Name())
+	var u checkpoint.Update
+	if pr.Restated() {
+		u.Restated = restatement(pr, readAt)
+	}
+	if backfill {
+		if u.Restated != nil {
+			if err := r.j.State.Update(ctx, r.j.Name, r.leaseNow(), r.j.now(), u); err != nil {
+				return pr, fmt.Errorf("record restatement: %w", err)
+			}
+		}
+		return pr, nil
+	}
+	if report.RecheckOwed(p.End, readAt, r.j.RecheckAfter) {
+		u.SetRecheck = &checkpoint.Recheck{Start: p.Start, End: p.End, Read: readAt}
+	}
+	if err := r.j.State.Commit(ctx, r.j.Name, r.leaseNow(), r.j.now(), from, p.End, u); err != nil {
+		return pr, fmt.Errorf("commit checkpoint %s: %w", p.End.UTC().Format(time.RFC3339), err)
+	}
+	log.Info("checkpoint moved", "checkpoint", p.End.UTC().Format(time.RFC3339))
+	return pr, nil
+}
+
+// recheck re-reads a delivered period, restates it if its items changed,
+// and records the read.
+func (r *runner) recheck(ctx context.Context, p report.Period) (PeriodResult, error) {
+	readAt := r.opts.Now
+	pr, err := r.build(ctx, p, modeRecheck)
+	if err != nil {
+		return pr, err
+	}
+	var u checkpoint.Update
+	if report.RecheckOwed(p.End, readAt, r.j.RecheckAfter) {
+		u.SetRecheck = &checkpoint.Recheck{Start: p.Start, End: p.End, Read: readAt}
+	} else {
+		u.DropRecheck = p.Start
+	}
+	if pr.Restated() {
+		u.Restated = restatement(pr, readAt)
+	}
+	if err := r.j.State.Update(ctx, r.j.Name, r.leaseNow(), r.j.now(), u); err != nil {
+		return pr, fmt.Errorf("record recheck: %w", err)
+	}
+	return pr, nil
+}
+
+func restatement(pr PeriodResult, at time.Time) *checkpoint.Restatement {
+	return &checkpoint.Restatement{
+		Start: pr.Period.Start, End: pr.Period.End, Revision: pr.Manifest.Revision, Reason: pr.Manifest.Reason,
+		At: at, ItemsBefore: pr.Previous.ItemsRead, ItemsAfter: pr.Manifest.ItemsRead,
+	}
+}
+
+// publisher returns the run's publisher: writes go nowhere in a dry run.
+func (r *runner) publisher() *publish.Publisher {
+	pb := &publish.Publisher{
+		Bucket: r.j.Bucket, RunID: r.j.RunID, Concurrency: r.j.Concurrency, Now: r.j.now, Log: r.j.Log,
+	}
+	if r.lease != nil {
+		pb.Fence = r.lease
+	} else {
+		pb.DryRun = true
+	}
+	return pb
+}
+
+// collectConfig is how periods are read.
+func (r *runner) collectConfig(dir string) collect.Config {
+	b := r.j.Bucket
+	return collect.Config{
+		Shards: r.j.Shards, Concurrency: r.j.Concurrency, Dir: dir, SortMemBytes: r.j.SortMemBytes,
+		AgencyProblem: func(agency string) string {
+			// The longest object name an agency folder holds.
+			key := report.AgencyPrefix(agency, report.Period{}) + "transactions-0123456789abcdef.parquet"
+			if err := b.CheckKey(key); err != nil {
+				return fmt.Sprintf("its report objects cannot be stored in %s: %v", b, err)
+			}
+			return ""
+		},
+	}
+}
+
+// build reads period p and publishes a new revision when its items, or
+// (for a rebuild) its outputs, differ from the published one.
+func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResult, error) {
+	j := r.j
+	log := j.Log.With(LogPeriod, p.Name())
+	started := time.Now()
+	res := PeriodResult{Period: p, Kind: m.kind}
+	dir, err := r.scratch.Sub(p.Name())
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+
+	pb := r.publisher()
+	cur, err := pb.Current(ctx, p)
+	if err != nil {
+		return res, err
+	}
+	col, err := collect.Read(ctx, r.collectConfig(dir), j.Source, p)
+	if err != nil {
+		return res, err
+	}
+	defer col.Close()
+	fp := col.Fingerprint.String()
+	if prev := cur.Manifest; prev != nil && !m.rebuild && prev.ItemsFingerprint == fp && prev.ItemsRead == col.ItemsRead &&
+		slices.Equal(prev.Partitions, col.Partitions) {
+		// The items are what the manifest recorded: nothing to write but
+		// what an interrupted publication left.
+		if err := pb.Clean(ctx, cur); err != nil {
+			return res, err
+		}
+		res.Outcome, res.Manifest = OutcomeUnchanged, prev
+		log.Info("period unchanged", "kind", m.kind, "items_read", col.ItemsRead, "revision", prev.Revision,
+			"duration_ms", time.Since(started).Milliseconds())
+		return res, nil
+	}
+
+	agg := aggregate.New(p, aggregate.Options{Rates: j.Rates, LineItems: j.LineItems, Dir: dir, SortMemBytes: j.SortMemBytes})
+	defer agg.Close()
+	var index collect.Index
+	if j.DedupeWindow > 0 {
+		index = j.Index
+	}
+	var fence func() error
+	if r.lease != nil {
+		fence = r.lease.Check
+	}
+	st, err := col.Dedupe(ctx, collect.DedupeOptions{
+		Job: j.Name, Index: index, Window: j.DedupeWindow, Write: !r.opts.DryRun, Fence: fence, Now: r.opts.Now,
+	}, agg.Add)
+	if err != nil {
+		return res, err
+	}
+	rows, err := agg.Summary()
+	if err != nil {
+		return res, err
+	}
+	revision := 1
+	var adjustments []report.AdjustmentRow
+	if cur.Manifest != nil {
+		revision = cur.Manifest.Revision + 1
+		prevRows, err := pb.PreviousSummary(ctx, cur, dir)
+		switch {
+		case err != nil && m.force:
+			// verify --repair of a revision whose summary is missing or
+			// corrupt: restore it; a restatement it may turn into has no
+			// adjustments (the previous amounts cannot be read).
+			log.Warn("previous summary unreadable: no adjustments if this becomes a new revision", "err", err)
+		case err != nil:
+			return res, err
+		default:
+			if adjustments, err = aggregate.Adjustments(prevRows, rows, int32(revision)); err != nil {
+				return res, err
+			}
+		}
+	}
+	var agencies []string
+	if j.AgencyFiles.CSV || j.AgencyFiles.Parquet {
+		for _, row := range rows {
+			if len(agencies) == 0 || agencies[len(agencies)-1] != row.AgencyID {
+				agencies = append(agencies, row.AgencyID)
+			}
+		}
+	}
+	sess, err := pb.Begin(ctx, cur, agencies, publish.Options{Force: m.force})
+	if err != nil {
+		return res, err
+	}
+	defer sess.Abort() // no-op once committed
+	w := encode.NewWriter(dir, p, j.AgencyFiles, sess.Upload)
+	defer w.Close()
+	if err := r.encode(w, agg, rows, adjustments, st); err != nil {
+		return res, err
+	}
+	files, err := sess.Wait()
+	if err != nil {
+		return res, err
+	}
+	totals, err := aggregate.CurrencyTotals(rows)
+	if err != nil {
+		return res, err
+	}
+	man := &report.Manifest{
+		Format: report.ManifestFormat, Job: j.Name, PeriodStart: p.Start.UTC(), PeriodEnd: p.End.UTC(),
+		Revision: revision, Reason: m.reason, GeneratedAt: j.now().UTC(), ToolVersion: j.Version, Sink: j.SinkURL,
+		Partitions: col.Partitions, ItemsRead: col.ItemsRead, ItemsFingerprint: fp,
+		Transactions: st.Transactions, DuplicatesWithinPeriod: st.DuplicatesWithinPeriod,
+		DuplicatesAcrossPeriods: st.DuplicatesAcrossPeriods, Rejects: st.Rejects,
+		Totals: totals, Files: files,
+	}
+	res.Manifest = man
+	if cur.Manifest != nil && man.SameContent(cur.Manifest) {
+		// Rebuilt to the same objects (a backfill or repair of an
+		// unchanged period): the revision stands.
+		if err := sess.Close(ctx); err != nil {
+			return res, err
+		}
+		res.Outcome, res.Manifest = OutcomeUnchanged, cur.Manifest
+		res.Uploaded = sess.Uploaded()
+		log.Info("period unchanged", "kind", m.kind, "items_read", col.ItemsRead, "revision", cur.Manifest.Revision,
+			"reuploaded", len(res.Uploaded), "duration_ms", time.Since(started).Milliseconds())
+		return res, nil
+	}
+	if err := sess.Commit(ctx, man); err != nil {
+		return res, err
+	}
+	res.Uploaded = sess.Uploaded()
+	res.Outcome, res.Previous = OutcomePublished, cur.Manifest
+	if r.opts.DryRun {
+		res.Outcome = OutcomeDryRun
+	}
+	if j.OnSummary != nil && !r.opts.DryRun {
+		for _, row := range rows {
+			j.OnSummary(row)
+		}
+	}
+	log.Info("period published", "kind", m.kind, "revision", revision, "reason", m.reason,
+		"transactions", st.Transactions, "rejects", st.Rejects,
+		"duplicates_within_period", st.DuplicatesWithinPeriod, "duplicates_across_periods", st.DuplicatesAcrossPeriods,
+		"items_read", col.ItemsRead, "files", len(files), "uploaded", len(res.Uploaded),
+		"duration_ms", time.Since(started).Milliseconds())
+	return res, nil
+}
+
+// encode writes every file of the period through w.
+func (r *runner) encode(w *encode.Writer, agg *aggregate.Aggregator, rows []report.SummaryRow, adjustments []report.AdjustmentRow, st collect.Stats) error {
+	if err := w.Summary(rows); err != nil {
+		return err
+	}
+	if err := w.Adjustments(adjustments); err != nil {
+		return err
+	}
+	if r.j.LineItems {
+		lines, err := agg.Lines()
+		if err != nil {
+			return err
+		}
+		for lines.Next() {
+			if err := w.Line(lines.Item()); err != nil {
+				return err
+			}
+		}
+		if err := lines.Err(); err != nil {
+			return err
+		}
+		if err := w.EndLines(); err != nil {
+			return err
+		}
+	}
+	if st.RejectsFile != "" {
+		return w.Rejects(st.RejectsFile, st.Rejects)
+	}
+	return nil
+}
+
+var _ = sink.ErrNotFound

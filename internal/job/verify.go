@@ -1,0 +1,211 @@
+package job
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/publish"
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+// Statuses of a verified period.
+const (
+	VerifyOK           = "ok"
+	VerifyItemsChanged = "items changed" // late items, or items changed since delivery
+	VerifyObjects      = "objects differ"
+	VerifyNoManifest   = "no manifest"
+	VerifyNotDelivered = "not delivered yet" // after the checkpoint: not a difference
+)
+
+// VerifyOptions select what verify checks.
+type VerifyOptions struct {
+	From, To time.Time
+	// Repair restates what differs and removes unlisted objects (takes the
+	// lease).
+	Repair bool
+	// Now is the report clock.
+	Now time.Time
+	// Progress, when set, is called before each period.
+	Progress func(i, n int, p report.Period)
+}
+
+// PeriodCheck is verify's finding for one period.
+type PeriodCheck struct {
+	Period   report.Period
+	Status   string
+	Revision int
+	// ItemsManifest and ItemsNow are the manifest's items_read and a
+	// fresh read's count.
+	ItemsManifest, ItemsNow int64
+	Problems                []publish.Problem
+	// Differs is true when the period counts as a difference (exit 4).
+	Differs bool
+	// Repaired is set by --repair: what it did.
+	Repaired string
+}
+
+// Verify checks each period in [From, To) against its manifest: it
+// re-reads the items and compares their fingerprint, reads every listed
+// object and checks its size and SHA-256, and looks for objects the
+// manifest does not list. With Repair it then restates periods whose items
+// or objects differ, publishes a missing manifest, and removes unlisted
+// objects.
+func (j *Job) Verify(ctx context.Context, o VerifyOptions) ([]PeriodCheck, error) {
+	if o.Now.IsZero() {
+		o.Now = j.now()
+	}
+	ps, err := report.Range(o.From, o.To, j.Period)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadRange, err)
+	}
+	r := &runner{j: j, opts: RunOptions{Now: o.Now, DryRun: !o.Repair}}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if o.Repair {
+		h, err := j.acquire(ctx, cancel)
+		if err != nil {
+			return nil, err
+		}
+		r.lease = h
+		kept := h.keep(ctx)
+		defer func() {
+			cancel(nil)
+			<-kept
+			h.release(ctx)
+		}()
+	}
+	if err := r.open(); err != nil {
+		return nil, err
+	}
+	defer r.close()
+	st, err := j.State.Load(ctx, j.Name)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint: %w", err)
+	}
+	var out []PeriodCheck
+	for i, p := range ps {
+		if o.Progress != nil {
+			o.Progress(i, len(ps), p)
+		}
+		pc, err := r.verify(ctx, p, st.Checkpoint)
+		if err != nil {
+			return out, r.explain(ctx, fmt.Errorf("verify %s: %w", p.Name(), err))
+		}
+		if o.Repair && pc.Differs {
+			if err := r.repair(ctx, &pc); err != nil {
+				return out, r.explain(ctx, fmt.Errorf("repair %s: %w", p.Name(), err))
+			}
+		}
+		out = append(out, pc)
+	}
+	return out, nil
+}
+
+// verify checks one period.
+func (r *runner) verify(ctx context.Context, p report.Period, cp time.Time) (PeriodCheck, error) {
+	pc := PeriodCheck{Period: p}
+	pb := r.publisher()
+	cur, err := pb.Current(ctx, p)
+	if err != nil {
+		return pc, err
+	}
+	if cur.Manifest == nil {
+		pc.Status = VerifyNotDelivered
+		if !cp.IsZero() && !p.End.After(cp) {
+			pc.Status, pc.Differs = VerifyNoManifest, true
+		}
+		for _, key := range cur.Intents {
+			pc.Problems = append(pc.Problems, publish.Problem{Kind: publish.ProblemPending, Key: key})
+		}
+		return pc, nil
+	}
+	pc.Revision, pc.ItemsManifest = cur.Manifest.Revision, cur.Manifest.ItemsRead
+	dir, err := r.scratch.Sub(p.Name())
+	if err != nil {
+		return pc, err
+	}
+	defer os.RemoveAll(dir)
+	col, err := collect.Read(ctx, r.collectConfig(dir), r.j.Source, p)
+	if err != nil {
+		return pc, err
+	}
+	pc.ItemsNow = col.ItemsRead
+	same := col.Fingerprint.String() == cur.Manifest.ItemsFingerprint && col.ItemsRead == cur.Manifest.ItemsRead &&
+		slices.Equal(col.Partitions, cur.Manifest.Partitions)
+	col.Close()
+	if pc.Problems, err = pb.CheckObjects(ctx, cur); err != nil {
+		return pc, err
+	}
+	switch {
+	case !same:
+		pc.Status, pc.Differs = VerifyItemsChanged, true
+	case len(pc.Problems) > 0:
+		pc.Status, pc.Differs = VerifyObjects, true
+	default:
+		pc.Status = VerifyOK
+	}
+	return pc, nil
+}
+
+// repair fixes what verify found in one period.
+func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
+	p := pc.Period
+	needsBuild := pc.Status != VerifyObjects
+	for _, pr := range pc.Problems {
+		if pr.Kind == publish.ProblemMissing || pr.Kind == publish.ProblemCorrupt {
+			needsBuild = true
+		}
+	}
+	if needsBuild {
+		res, err := r.build(ctx, p, modeRepair)
+		if err != nil {
+			return err
+		}
+		if res.Restated() {
+			u := checkpoint.Update{Restated: restatement(res, r.opts.Now)}
+			if err := r.j.State.Update(ctx, r.j.Name, r.leaseNow(), r.j.now(), u); err != nil {
+				return fmt.Errorf("record restatement: %w", err)
+			}
+		}
+		switch {
+		case res.Outcome == OutcomePublished && res.Previous == nil:
+			pc.Repaired = fmt.Sprintf("published revision %d", res.Manifest.Revision)
+		case res.Outcome == OutcomePublished:
+			pc.Repaired = fmt.Sprintf("restated as revision %d", res.Manifest.Revision)
+		default:
+			pc.Repaired = fmt.Sprintf("restored %d objects of revision %d", len(res.Uploaded), res.Manifest.Revision)
+		}
+	}
+	// A rebuild cleaned what its publication knew of; unlisted objects
+	// found in folders it did not list go now.
+	pb := r.publisher()
+	cur, err := pb.Current(ctx, p)
+	if err != nil {
+		return err
+	}
+	var listed map[string]bool
+	if cur.Manifest != nil {
+		listed = make(map[string]bool, len(cur.Manifest.Files))
+		for _, f := range cur.Manifest.Files {
+			listed[f.Key] = true
+		}
+	}
+	var stale []publish.Problem
+	for _, pr := range pc.Problems {
+		if !listed[pr.Key] {
+			stale = append(stale, pr)
+		}
+	}
+	if err := pb.RemoveUnlisted(ctx, p, stale); err != nil {
+		return err
+	}
+	if pc.Repaired == "" {
+		pc.Repaired = fmt.Sprintf("removed %d unlisted objects", len(pc.Problems))
+	}
+	return nil
+}
