@@ -7,6 +7,7 @@ import (
 	"iter"
 	"time"
 
+	"github.com/reportjob/reportjob/internal/crashpoint"
 	"github.com/reportjob/reportjob/internal/item"
 )
 
@@ -333,6 +334,7 @@ func (d *deduper) finishClaims() error {
 	if err != nil {
 		return fmt.Errorf("write the dedupe index: %w", err)
 	}
+	crashpoint.Hit(crashpoint.AfterClaims)
 	return nil
 }
 

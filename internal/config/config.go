@@ -63,6 +63,10 @@ type Config struct {
 		// earlier period is still recognised; 0 = within a period only.
 		DedupeWindow     time.Duration
 		MaxPeriodsPerRun int
+		// LeaseTTL is how long a run's lease lasts unless renewed (every
+		// third of it); after a crash on DynamoDB, the next run waits for
+		// it to expire.
+		LeaseTTL time.Duration
 		Concurrency      int
 	}
 	Schedule struct {
@@ -117,6 +121,8 @@ const (
 	maxLateness    = 24 * time.Hour
 	day            = 24 * time.Hour
 	maxDelay       = 400 * day // report.recheck_after and report.dedupe_window
+	minLeaseTTL    = 5 * time.Second
+	maxLeaseTTL    = time.Hour
 	maxRecheckSpan = 10000     // periods within the longest recheck delay
 )
 
@@ -157,6 +163,7 @@ var configKeys = []struct {
 	{"report.recheck_after", []string{"1h"}},
 	{"report.dedupe_window", "35d"},
 	{"report.max_periods_per_run", "96"},
+	{"report.lease_ttl", "2m"},
 	{"report.concurrency", "8"},
 	{"schedule.cron", "*/15 * * * *"},
 	{"schedule.timezone", "UTC"},

@@ -34,6 +34,7 @@ func specDefaults() *Config {
 	c.Report.RecheckAfter = []time.Duration{time.Hour}
 	c.Report.DedupeWindow = 35 * 24 * time.Hour
 	c.Report.MaxPeriodsPerRun = 96
+	c.Report.LeaseTTL = 2 * time.Minute
 	c.Report.Concurrency = 8
 	c.Schedule.Cron = "*/15 * * * *"
 	c.Schedule.Timezone = "UTC"
@@ -109,6 +110,7 @@ func TestConfigFullFile(t *testing.T) {
 	want.Report.RecheckAfter = []time.Duration{time.Hour, 6 * time.Hour, 24 * time.Hour}
 	want.Report.DedupeWindow = 40 * 24 * time.Hour
 	want.Report.MaxPeriodsPerRun, want.Report.Concurrency = 24, 16
+	want.Report.LeaseTTL = 30 * time.Second
 	want.Schedule.Cron, want.Schedule.Timezone, want.Schedule.Location = "@every 15m", "Europe/Paris", paris
 	want.Commission.Agencies = map[string]int{}
 	want.Metrics.PushgatewayURL = "http://pushgateway:9091"
@@ -272,6 +274,8 @@ func TestConfigErrors(t *testing.T) {
 		{"agency_files mapping", "report: {agency_files: {a: b}}", nil, "report.agency_files", "must be a list"},
 		{"agency_files nested list", "report: {agency_files: [[csv]]}", nil, "report.agency_files", "list of single values"},
 		{"max_periods_per_run 0", "report: {max_periods_per_run: 0}", nil, "report.max_periods_per_run", "at least 1"},
+		{"lease_ttl too short", "report: {lease_ttl: 1s}", nil, "report.lease_ttl", "between 5s and 1h"},
+		{"lease_ttl not a duration", "report: {lease_ttl: soon}", nil, "report.lease_ttl", "must be a duration"},
 		{"concurrency 0", "report: {concurrency: 0}", nil, "report.concurrency", "between 1 and 64"},
 		{"concurrency 65", "report: {concurrency: 65}", nil, "report.concurrency", "between 1 and 64"},
 		{"backend", "store: {backend: sqlite}", nil, "store.backend", "embedded, dynamodb"},

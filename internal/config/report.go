@@ -59,6 +59,15 @@ func (d *decoder) decodeReport(c *Config) {
 	}
 	r.MaxPeriodsPerRun = d.int("report.max_periods_per_run", 1, math.MaxInt)
 	r.Concurrency = d.int("report.concurrency", 1, maxConcurrency)
+	s = d.str("report.lease_ttl")
+	switch l, err := ParseDuration(s); {
+	case err != nil:
+		d.fail("report.lease_ttl", s, "must be a duration such as 2m or 30s")
+	case l < minLeaseTTL || l > maxLeaseTTL:
+		d.fail("report.lease_ttl", s, "must be between "+formatDuration(minLeaseTTL)+" and "+formatDuration(maxLeaseTTL))
+	default:
+		r.LeaseTTL = l
+	}
 }
 
 // listValue writes a list as it appears in messages: [csv, parquet].

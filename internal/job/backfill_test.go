@@ -13,7 +13,7 @@ import (
 // transaction into conflict rejects, no object of that agency remains in
 // the period, the summary no longer has it, and its adjustments say so.
 func TestBackfillConflictRemovesAgency(t *testing.T) {
-	e := newEnv(t, openEmbedded(t))
+	e := newEnv(t, embeddedStack)
 	e.put(purchase("t-1", "keep", 1000, at(0, 5)), purchase("t-2", "gone", 2000, at(0, 6)))
 	e.run(e.job("A"), job.RunOptions{Now: at(1, 2)})
 	if got := e.keysUnder("agency=gone/period=20900301T0000Z/"); len(got) != 2 {
@@ -49,7 +49,7 @@ func TestBackfillConflictRemovesAgency(t *testing.T) {
 // transactions objects; turning agency Parquet on adds files; every object
 // stays listed.
 func TestBackfillFormats(t *testing.T) {
-	e := newEnv(t, openEmbedded(t))
+	e := newEnv(t, embeddedStack)
 	e.putHourly(at(0, 0), at(1, 0), 4)
 	e.run(e.job("A"), job.RunOptions{Now: at(1, 2)})
 	if len(e.keysUnder("transactions")) == 0 {

@@ -2,6 +2,7 @@ package job_test
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"github.com/reportjob/reportjob/internal/keys"
 	"github.com/reportjob/reportjob/internal/money"
 	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/s3sink"
 	"github.com/reportjob/reportjob/internal/sink"
 	"github.com/reportjob/reportjob/internal/sink/driver"
 	"github.com/reportjob/reportjob/internal/testenv"
@@ -101,33 +103,71 @@ func openDynamoDB(t *testing.T) testStore {
 	return st
 }
 
-// backends runs fn on each store backend.
-func backends(t *testing.T, fn func(t *testing.T, open func(t *testing.T) testStore)) {
-	t.Run("embedded", func(t *testing.T) { fn(t, openEmbedded) })
-	t.Run("dynamodb", func(t *testing.T) { fn(t, openDynamoDB) })
+// stack is a store and a sink to run the job on.
+type stack struct {
+	store func(t *testing.T) testStore
+	sink  func(t *testing.T) driver.Bucket
 }
 
-// env is one job's store and folder sink.
+// backends runs fn on each stack: the embedded file with a folder, and
+// DynamoDB Local with versitygw over HTTPS (the SDK's aws-chunked uploads
+// with trailing checksums, as on AWS).
+func backends(t *testing.T, fn func(t *testing.T, s stack)) {
+	t.Run("embedded", func(t *testing.T) { fn(t, stack{openEmbedded, openFolder}) })
+	t.Run("dynamodb", func(t *testing.T) { fn(t, stack{openDynamoDB, openS3}) })
+}
+
+func openFolder(t *testing.T) driver.Bucket {
+	t.Helper()
+	fs, err := filesink.New(filepath.Join(t.TempDir(), "reports"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// openS3 returns a fresh bucket on versitygw over HTTPS, under a prefix.
+func openS3(t *testing.T) driver.Bucket {
+	t.Helper()
+	srv := testenv.RequireS3TLS(t)
+	c, err := s3sink.NewClient(context.Background(), s3sink.ClientConfig{
+		Region: "us-east-1", Endpoint: srv.Endpoint, PathStyle: true, CABundle: srv.CAFile,
+		AccessKeyID: srv.AccessKey, SecretAccessKey: srv.SecretKey,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	name := "rjjob-" + hex.EncodeToString(b[:])
+	if err := s3sink.EnsureBucket(context.Background(), c, name, "us-east-1"); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s3sink.New(c, s3sink.Options{Bucket: name, Prefix: "billing/reports", SSE: s3sink.SSEAES256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// env is one job's store and sink.
 type env struct {
 	t       *testing.T
 	st      testStore
-	dir     string // the sink's folder
 	drv     *faultDriver
 	bucket  *sink.Bucket
 	clock   *clock
 	tempDir string
 }
 
-func newEnv(t *testing.T, st testStore) *env {
+func newEnv(t *testing.T, s stack) *env {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "reports")
-	fs, err := filesink.New(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	drv := &faultDriver{Bucket: fs}
-	return &env{t: t, st: st, dir: dir, drv: drv, bucket: sink.New(drv), clock: newClock(at(100, 0)), tempDir: t.TempDir()}
+	drv := &faultDriver{Bucket: s.sink(t)}
+	return &env{t: t, st: s.store(t), drv: drv, bucket: sink.New(drv), clock: newClock(at(100, 0)), tempDir: t.TempDir()}
 }
+
+// embeddedStack is the default stack of tests that run on one only.
+var embeddedStack = stack{openEmbedded, openFolder}
 
 // job returns a job as the default config has it: hourly, 2m lateness,
 // rechecks after 1h, a 35-day dedupe window, line items, agency CSVs.
@@ -199,33 +239,21 @@ func (e *env) state() checkpoint.State {
 // objects returns every object of the sink: key -> sha256.
 func (e *env) objects() map[string]string {
 	e.t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(e.dir, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(e.dir, p)
-		s := sha256.Sum256(b)
-		out[filepath.ToSlash(rel)] = hex.EncodeToString(s[:])
-		return nil
-	})
+	infos, err := e.bucket.List(context.Background(), "")
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, o := range infos {
+		s := sha256.Sum256([]byte(e.read(o.Key)))
+		out[o.Key] = hex.EncodeToString(s[:])
 	}
 	return out
 }
 
 func (e *env) manifest(p report.Period) *report.Manifest {
 	e.t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.dir, filepath.FromSlash(report.ManifestKey(p))))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	m, err := report.ParseManifest(b)
+	m, err := report.ParseManifest([]byte(e.read(report.ManifestKey(p))))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -234,11 +262,27 @@ func (e *env) manifest(p report.Period) *report.Manifest {
 
 func (e *env) read(key string) string {
 	e.t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.dir, filepath.FromSlash(key)))
+	b, _, err := e.bucket.ReadAll(context.Background(), key, 1<<30)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	return string(b)
+}
+
+// write puts an object straight into the sink (a corruption, a stray).
+func (e *env) write(key, body string) {
+	e.t.Helper()
+	if _, err := e.drv.Bucket.Put(context.Background(), key, strings.NewReader(body), int64(len(body)), driver.PutOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// remove deletes an object straight from the sink.
+func (e *env) remove(key string) {
+	e.t.Helper()
+	if err := e.drv.Bucket.Delete(context.Background(), key); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // checkSink checks the sink's invariant: every object is a manifest or is
@@ -252,8 +296,7 @@ func (e *env) checkSink() {
 		if !strings.HasSuffix(key, "/manifest.json") {
 			continue
 		}
-		b, _ := os.ReadFile(filepath.Join(e.dir, filepath.FromSlash(key)))
-		m, err := report.ParseManifest(b)
+		m, err := report.ParseManifest([]byte(e.read(key)))
 		if err != nil {
 			e.t.Fatalf("%s: %v", key, err)
 		}
@@ -348,6 +391,15 @@ type faultDriver struct {
 	mu      sync.Mutex
 	failPut func(key string) error
 	puts    []string
+	// maxKey, when set, replaces the driver's MaxKeyLen.
+	maxKey int
+}
+
+func (f *faultDriver) MaxKeyLen() int {
+	if f.maxKey > 0 {
+		return f.maxKey
+	}
+	return f.Bucket.MaxKeyLen()
 }
 
 func (f *faultDriver) Put(ctx context.Context, key string, body io.ReadSeeker, size int64, o driver.PutOptions) (driver.Attrs, error) {

@@ -17,8 +17,8 @@ import (
 // claim, no object, no manifest), its checkpoint commit is fenced, and the
 // sink is B's.
 func TestStalledHolderPublishesNothing(t *testing.T) {
-	backends(t, func(t *testing.T, open func(t *testing.T) testStore) {
-		e := newEnv(t, open(t))
+	backends(t, func(t *testing.T, s stack) {
+		e := newEnv(t, s)
 		e.putHourly(at(0, 0), at(2, 0), 4)
 		hold := newHoldSource(e.st, keys.Quarter(at(0, 30)))
 		a := e.job("A")
@@ -70,7 +70,7 @@ func TestStalledHolderPublishesNothing(t *testing.T) {
 // TestLeaseLostMidRun: a run whose lease is taken over while it works
 // stops with ErrLeaseLost and moves nothing more.
 func TestLeaseLostMidRun(t *testing.T) {
-	e := newEnv(t, openEmbedded(t))
+	e := newEnv(t, embeddedStack)
 	e.putHourly(at(0, 0), at(3, 0), 2)
 	hold := newHoldSource(e.st, keys.Quarter(at(1, 15)))
 	a := e.job("A")

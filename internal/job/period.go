@@ -10,6 +10,7 @@ import (
 	"github.com/reportjob/reportjob/internal/aggregate"
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/crashpoint"
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/publish"
 	"github.com/reportjob/reportjob/internal/report"
@@ -66,6 +67,7 @@ func (r *runner) deliver(ctx context.Context, p report.Period, from time.Time, b
 	if err := r.j.State.Commit(ctx, r.j.Name, r.leaseNow(), r.j.now(), from, p.End, u); err != nil {
 		return pr, fmt.Errorf("commit checkpoint %s: %w", p.End.UTC().Format(time.RFC3339), err)
 	}
+	crashpoint.Hit(crashpoint.AfterCheckpoint)
 	log.Info("checkpoint moved", "checkpoint", p.End.UTC().Format(time.RFC3339))
 	return pr, nil
 }
@@ -90,6 +92,7 @@ func (r *runner) recheck(ctx context.Context, p report.Period) (PeriodResult, er
 	if err := r.j.State.Update(ctx, r.j.Name, r.leaseNow(), r.j.now(), u); err != nil {
 		return pr, fmt.Errorf("record recheck: %w", err)
 	}
+	crashpoint.Hit(crashpoint.AfterCheckpoint)
 	return pr, nil
 }
 
@@ -152,6 +155,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		return res, err
 	}
 	defer col.Close()
+	crashpoint.Hit(crashpoint.AfterRead)
 	fp := col.Fingerprint.String()
 	if prev := cur.Manifest; prev != nil && !m.rebuild && prev.ItemsFingerprint == fp && prev.ItemsRead == col.ItemsRead &&
 		slices.Equal(prev.Partitions, col.Partitions) {

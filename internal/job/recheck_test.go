@@ -17,8 +17,8 @@ import (
 // revision 1 remains, and the recheck is done. A recheck of an unchanged
 // period writes nothing.
 func TestRecheckRestates(t *testing.T) {
-	backends(t, func(t *testing.T, open func(t *testing.T) testStore) {
-		e := newEnv(t, open(t))
+	backends(t, func(t *testing.T, s stack) {
+		e := newEnv(t, s)
 		e.put(purchase("t-1", "acme", 1000, at(10, 5)), purchase("t-2", "zeta", 2000, at(10, 6)))
 		e.put(purchase("t-3", "acme", 3000, at(11, 5)))
 		res := e.run(e.job("A"), job.RunOptions{Now: at(11, 2)})
@@ -131,7 +131,7 @@ func TestRecheckRestates(t *testing.T) {
 // rechecks, oldest first, and counts the rest; periods it delivers late
 // owe none.
 func TestRecheckBound(t *testing.T) {
-	e := newEnv(t, openEmbedded(t))
+	e := newEnv(t, embeddedStack)
 	for h := 1; h <= 6; h++ { // on time: each period read at end+2m, owes a recheck
 		e.run(e.job("A"), job.RunOptions{Now: at(h, 2)})
 	}

@@ -18,8 +18,8 @@ import (
 // rerun finds nothing due, and a backfill of unchanged periods writes
 // nothing.
 func TestRunDelivers(t *testing.T) {
-	backends(t, func(t *testing.T, open func(t *testing.T) testStore) {
-		e := newEnv(t, open(t))
+	backends(t, func(t *testing.T, s stack) {
+		e := newEnv(t, s)
 		n := e.putHourly(at(0, 0), at(3, 0), 6)
 		res := e.run(e.job("A"), job.RunOptions{Now: at(3, 2)})
 		if len(res.Periods) != 3 || !res.Checkpoint.Equal(at(3, 0)) || !e.state().Checkpoint.Equal(at(3, 0)) {
@@ -83,7 +83,7 @@ func mapsEqual(a, b map[string]string) bool {
 // TestRunDedupeAcrossPeriods: a producer retry re-stamped into the next
 // period is billed once, also when both periods are delivered by one run.
 func TestRunDedupeAcrossPeriods(t *testing.T) {
-	e := newEnv(t, openEmbedded(t))
+	e := newEnv(t, embeddedStack)
 	e.put(purchase("order-1", "a", 500, at(0, 59)), purchase("order-1", "a", 500, at(1, 1)),
 		purchase("order-2", "a", 700, at(0, 10)), purchase("order-2", "a", 999, at(1, 10)))
 	res := e.run(e.job("A"), job.RunOptions{Now: at(2, 2)})
@@ -102,7 +102,7 @@ func TestRunDedupeAcrossPeriods(t *testing.T) {
 // TestRunCatchUp: after a day of downtime, runs deliver the due periods
 // oldest first, at most MaxPeriods each, and say how many remain.
 func TestRunCatchUp(t *testing.T) {
-	e := newEnv(t, openEmbedded(t))
+	e := newEnv(t, embeddedStack)
 	want := e.putHourly(at(0, 0), at(24, 0), 2)
 	var runs []int
 	var billed int64
@@ -136,7 +136,7 @@ func TestRunCatchUp(t *testing.T) {
 // TestRunStop: closing Stop ends the run after the period in progress,
 // which is committed; the rest are counted as remaining.
 func TestRunStop(t *testing.T) {
-	e := newEnv(t, openEmbedded(t))
+	e := newEnv(t, embeddedStack)
 	stop := make(chan struct{})
 	res := e.run(e.job("A"), job.RunOptions{Now: at(6, 2), Stop: stop, Progress: func(i, n int, what string, p report.Period) {
 		if i == 1 {
@@ -153,7 +153,7 @@ func TestRunStop(t *testing.T) {
 
 // TestRunLeaseHeld: a run that finds the lease held writes nothing.
 func TestRunLeaseHeld(t *testing.T) {
-	e := newEnv(t, openEmbedded(t))
+	e := newEnv(t, embeddedStack)
 	if _, err := e.st.Acquire(context.Background(), jobName, "other", e.clock.Now(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestRunLeaseHeld(t *testing.T) {
 
 // TestRunDryRun: a dry run builds, lists and writes nothing.
 func TestRunDryRun(t *testing.T) {
-	e := newEnv(t, openEmbedded(t))
+	e := newEnv(t, embeddedStack)
 	e.putHourly(at(0, 0), at(2, 0), 3)
 	res := e.run(e.job("A"), job.RunOptions{Now: at(2, 2), DryRun: true})
 	if len(res.Periods) != 2 || res.Periods[0].Outcome != job.OutcomeDryRun || len(res.Periods[0].Uploaded) == 0 {
@@ -197,8 +197,8 @@ func TestRunDryRun(t *testing.T) {
 // period before its manifest; the checkpoint stays; the next run delivers
 // it, bills each transaction once, and leaves no unlisted object.
 func TestRunPeriodFailureLeavesNoManifest(t *testing.T) {
-	backends(t, func(t *testing.T, open func(t *testing.T) testStore) {
-		e := newEnv(t, open(t))
+	backends(t, func(t *testing.T, s stack) {
+		e := newEnv(t, s)
 		e.putHourly(at(0, 0), at(2, 0), 9)
 		// The retry of one 01:00 transaction, re-stamped into 00:00's
 		// neighbour: billed in 00:00 only, whatever the crash.
@@ -231,7 +231,7 @@ func TestRunPeriodFailureLeavesNoManifest(t *testing.T) {
 
 // TestRunScratchRemoved: the run's temp folder is gone after a run.
 func TestRunScratchRemoved(t *testing.T) {
-	e := newEnv(t, openEmbedded(t))
+	e := newEnv(t, embeddedStack)
 	e.putHourly(at(0, 0), at(1, 0), 3)
 	e.run(e.job("A"), job.RunOptions{Now: at(1, 2)})
 	if entries := osReadDir(t, e.tempDir); len(entries) != 0 {

@@ -2,8 +2,6 @@ package job_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,8 +14,8 @@ import (
 // a corrupted object, an unlisted object, and a missing manifest;
 // --repair fixes each, and a second verify finds nothing.
 func TestVerify(t *testing.T) {
-	backends(t, func(t *testing.T, open func(t *testing.T) testStore) {
-		e := newEnv(t, open(t))
+	backends(t, func(t *testing.T, s stack) {
+		e := newEnv(t, s)
 		e.putHourly(at(0, 0), at(6, 0), 3)
 		j := e.job("A")
 		j.RecheckAfter = nil
@@ -42,21 +40,10 @@ func TestVerify(t *testing.T) {
 		// 01:00: late items. 02:00: an object deleted. 03:00: an object
 		// corrupted. 04:00: an unlisted object. 05:00: manifest deleted.
 		e.put(purchase("late", "a-0", 500, at(1, 59)))
-		rm := func(key string) {
-			if err := os.Remove(filepath.Join(e.dir, filepath.FromSlash(key))); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rm(e.keysUnder("summary/period=20900301T0200Z/")[0])
-		corrupt := e.keysUnder("agency=a-1/period=20900301T0300Z/summary-")[0]
-		if err := os.WriteFile(filepath.Join(e.dir, filepath.FromSlash(corrupt)), []byte("not a csv"), 0o640); err != nil {
-			t.Fatal(err)
-		}
-		stray := "transactions/period=20900301T0400Z/transactions-0000000000000000.parquet"
-		if err := os.WriteFile(filepath.Join(e.dir, filepath.FromSlash(stray)), []byte("stray"), 0o640); err != nil {
-			t.Fatal(err)
-		}
-		rm(report.ManifestKey(hour(5)))
+		e.remove(e.keysUnder("summary/period=20900301T0200Z/")[0])
+		e.write(e.keysUnder("agency=a-1/period=20900301T0300Z/summary-")[0], "not a csv")
+		e.write("transactions/period=20900301T0400Z/transactions-0000000000000000.parquet", "stray")
+		e.remove(report.ManifestKey(hour(5)))
 
 		got := verify(false)
 		want := map[string]string{

@@ -37,6 +37,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/reportjob/reportjob/internal/crashpoint"
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/sink"
@@ -309,6 +310,10 @@ func (s *Session) upload(f encode.File) error {
 	s.mu.Lock()
 	s.uploaded = append(s.uploaded, f.Info())
 	s.mu.Unlock()
+	crashpoint.Hit(crashpoint.AfterUpload)
+	if s.cur.Manifest != nil {
+		crashpoint.Hit(crashpoint.MidRestatement)
+	}
 	return nil
 }
 
@@ -404,6 +409,7 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 		return fmt.Errorf("publish %s: manifest: %w", p.Name(), err)
 	}
 	pb.Log.Debug("manifest written", logPeriod, p.Name(), "revision", m.Revision)
+	crashpoint.Hit(crashpoint.AfterManifest)
 	return pb.cleanup(ctx, p, m, prevKeys, s.intents())
 }
 
@@ -473,7 +479,11 @@ func (pb *Publisher) cleanup(ctx context.Context, p report.Period, m *report.Man
 	if len(doomed) > 0 {
 		pb.Log.Info("deleted objects the manifest does not list", logPeriod, p.Name(), logCount, len(doomed))
 	}
-	return pb.deleteAll(ctx, p, intents)
+	if err := pb.deleteAll(ctx, p, intents); err != nil {
+		return err
+	}
+	crashpoint.Hit(crashpoint.AfterCleanup)
+	return nil
 }
 
 func (pb *Publisher) readIntent(ctx context.Context, key string) (intent, error) {

@@ -1,0 +1,78 @@
+// Package crashpoint lets a test kill the process at an exact step of a
+// run, to prove that one rerun recovers from a crash there. It is compiled
+// into the binary and does nothing unless the environment variable
+// RJTEST_CRASH_AT names a point: then the process sends itself SIGKILL
+// (no deferred function runs, no file is closed, nothing is flushed) the
+// Nth time that point is reached.
+//
+//	RJTEST_CRASH_AT=after-manifest      the first time
+//	RJTEST_CRASH_AT=after-upload:3      the third time
+//
+// The points, in the order a period reaches them, are the Point constants.
+package crashpoint
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+)
+
+// EnvVar names the crash point to hit.
+const EnvVar = "RJTEST_CRASH_AT"
+
+// Point names a step boundary of a run.
+type Point string
+
+// The crash points.
+const (
+	AfterRead       Point = "after-read"       // a period's items are read and sorted
+	AfterClaims     Point = "after-claims"     // the dedupe index entries are written
+	AfterUpload     Point = "after-upload"     // one object is uploaded
+	MidRestatement  Point = "mid-restatement"  // one object of a revision > 1 is uploaded
+	AfterManifest   Point = "after-manifest"   // the manifest is written, before cleanup
+	AfterCleanup    Point = "after-cleanup"    // unlisted objects and intents are deleted
+	AfterCheckpoint Point = "after-checkpoint" // the checkpoint moved (or a recheck was recorded)
+)
+
+// Points lists every crash point.
+var Points = []Point{AfterRead, AfterClaims, AfterUpload, MidRestatement, AfterManifest, AfterCleanup, AfterCheckpoint}
+
+var (
+	once   sync.Once
+	target Point
+	nth    int64
+	hits   atomic.Int64
+)
+
+func load() {
+	v := os.Getenv(EnvVar)
+	if v == "" {
+		return
+	}
+	name, n, _ := strings.Cut(v, ":")
+	target, nth = Point(name), 1
+	if n != "" {
+		if k, err := strconv.ParseInt(n, 10, 64); err == nil && k > 0 {
+			nth = k
+		}
+	}
+}
+
+// Hit kills the process if p is the configured point and this is its Nth
+// hit. It is safe for concurrent use and costs a comparison when unset.
+func Hit(p Point) {
+	once.Do(load)
+	if target == "" || p != target {
+		return
+	}
+	if hits.Add(1) != nth {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "crashpoint %s:%d reached: killing the process\n", p, nth)
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // SIGKILL is not deliverable late; never return
+}
