@@ -66,8 +66,8 @@ type Config struct {
 		// LeaseTTL is how long a run's lease lasts unless renewed (every
 		// third of it); after a crash on DynamoDB, the next run waits for
 		// it to expire.
-		LeaseTTL time.Duration
-		Concurrency      int
+		LeaseTTL    time.Duration
+		Concurrency int
 	}
 	Schedule struct {
 		Cron, Timezone string
@@ -123,7 +123,7 @@ const (
 	maxDelay       = 400 * day // report.recheck_after and report.dedupe_window
 	minLeaseTTL    = 5 * time.Second
 	maxLeaseTTL    = time.Hour
-	maxRecheckSpan = 10000     // periods within the longest recheck delay
+	maxRecheckSpan = 10000 // periods within the longest recheck delay
 )
 
 // formatsRemoved tells a version 1 config what replaced report.formats.
