@@ -11,10 +11,8 @@ cd "$(dirname "$0")/.."
 TOOLS="$PWD/.tools"
 mkdir -p "$TOOLS/bin"
 
-DDB_VERSION=11.1.0
-VERSITYGW_VERSION=v1.8.0
-DUCKDB_VERSION=1.5.6-r.1
-ISO4217_VERSION=2.2.0
+# shellcheck source=scripts/versions.sh
+. scripts/versions.sh
 
 if ! command -v java >/dev/null 2>&1; then
   echo "tools: java missing, installing openjdk-17-jre-headless" >&2

@@ -85,7 +85,7 @@ func (s *Store) Acquire(ctx context.Context, job, owner string, now time.Time, t
 			Key:       jobKey(job),
 			UpdateExpression: aws.String("SET #owner = :me, #exp = :exp, " +
 				"#tok = if_not_exists(#tok, :zero) + :one, #rc = if_not_exists(#rc, :norc)"),
-			ConditionExpression: aws.String("attribute_not_exists(#job) OR attribute_not_exists(#owner) " +
+			ConditionExpression: aws.String("attribute_not_exists(#job) OR attribute_not_exists(#owner) OR attribute_not_exists(#exp) " +
 				"OR #exp <= :now OR #owner = :me"),
 			ExpressionAttributeNames: map[string]string{
 				"#job": attrJob, "#owner": attrLeaseOwner, "#exp": attrLeaseExpires, "#tok": attrLeaseToken,
@@ -210,10 +210,11 @@ func (s *Store) Renew(ctx context.Context, job string, l checkpoint.Lease, now t
 	return checkpoint.Lease{}, fmt.Errorf("renew lease of job %q: %w", job, leaseLost(old, l, now))
 }
 
-// Release implements checkpoint.Store: it removes lease_owner and
-// lease_expires (keeping lease_token, so that tokens keep growing) when l
-// is the current lease. A lost lease is left alone and is not an error;
-// nor is a retry of a release that succeeded (it finds no owner).
+// Release implements checkpoint.Store: it removes lease_expires (keeping
+// lease_owner, so that status can say who released it, and lease_token,
+// so that tokens keep growing) when l is the current lease. A lost lease
+// is left alone and is not an error; nor is a retry of a release that
+// succeeded.
 func (s *Store) Release(ctx context.Context, job string, l checkpoint.Lease) error {
 	if err := checkJob(job); err != nil {
 		return fmt.Errorf("release lease: %w", err)
@@ -226,7 +227,7 @@ func (s *Store) Release(ctx context.Context, job string, l checkpoint.Lease) err
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.opts.StateTable),
 		Key:                       jobKey(job),
-		UpdateExpression:          aws.String("REMOVE #owner, #exp"),
+		UpdateExpression:          aws.String("REMOVE #exp"),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: vals,

@@ -158,7 +158,7 @@ func TestLostResponse(t *testing.T) {
 			if err := s.Release(t.Context(), cpJob, l); err != nil {
 				t.Fatalf("Release: %v", err)
 			}
-			return checkpoint.State{Lease: checkpoint.Lease{Token: l.Token}}
+			return checkpoint.State{Lease: checkpoint.Lease{Owner: l.Owner, Token: l.Token}}
 		}},
 		{"Commit", []lossMode{repeat, failedRetry}, func(t *testing.T, s *Store, l checkpoint.Lease) checkpoint.State {
 			u := checkpoint.Update{SetRecheck: &r0, Restated: &rs}

@@ -198,8 +198,8 @@ func TestStateFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Lease != (checkpoint.Lease{Token: 1}) || !st.Checkpoint.Equal(to) || len(st.Rechecks) != 1 || len(st.Restated) != 1 {
-		t.Errorf("after Release: %+v, want checkpoint %v and lease {Token: 1}", st, to)
+	if st.Lease != (checkpoint.Lease{Owner: "host-a", Token: 1}) || !st.Checkpoint.Equal(to) || len(st.Rechecks) != 1 || len(st.Restated) != 1 {
+		t.Errorf("after Release: %+v, want checkpoint %v and lease {Owner: host-a, Token: 1}", st, to)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/reportjob/reportjob/internal/item"
 )
 
-// Query implements report.Source with strongly consistent Queries of
+// Query implements collect.Source with strongly consistent Queries of
 // partition pk (KeyCondition #pk = :pk [AND #sk > :after]), one DynamoDB
 // page (1 MB) per call of fn. Throttling and transient errors are retried
 // by the client's retryer.

@@ -16,7 +16,7 @@ import (
 //
 //	job           S  job name
 //	checkpoint    N  end of the last delivered period (absent: none yet)
-//	lease_owner   S  holder of the lease (absent when released)
+//	lease_owner   S  holder of the lease, or its last holder once released
 //	lease_token   N  fencing token, +1 on every Acquire; kept on Release
 //	lease_expires N  lease expiry (absent when released)
 //	rechecks      M  periods owed a recheck: key = period start in decimal

@@ -10,9 +10,11 @@
 //
 //	job           S  job name
 //	checkpoint    N  end of the last delivered period, Unix milliseconds
-//	lease_owner   S  holder of the lease (absent when released)
+//	lease_owner   S  holder of the lease, or its last holder once released
 //	lease_token   N  fencing token, +1 on every Acquire; kept on Release
 //	lease_expires N  lease expiry, Unix milliseconds (absent when released)
+//	rechecks      M  delivered periods still owed a recheck (see state.go)
+//	restated      L  the most recent restatements, newest first (state.go)
 //
 // The checkpoint is a number, not RFC 3339 text, because Commit compares it
 // for equality inside a condition expression: a number has one canonical

@@ -233,7 +233,7 @@ func TestReadJSONLRejects(t *testing.T) {
 		{name: "amount bool", line: jsonLine("amount", `true`), field: "amount", value: "true", reason: "want type N"},
 		{name: "amount null", line: jsonLine("amount", `null`), field: "amount", reason: "missing"},
 		{name: "amount missing", line: jsonLine("amount", ""), field: "amount", reason: "missing"},
-		{name: "typo ammount", line: jsonLine("amount", "", "ammount", `"19.99"`), field: "ammount", value: "\"19.99\"", reason: "unknown field"},
+		{name: "typo ammount", line: jsonLine("amount", "", "ammount", `"19.99"`), field: "ammount", value: "\"19.99\"", reason: "unknown field; did you mean amount?"},
 		{name: "escaped twice", line: strings.TrimSuffix(jsonLine(), "}") + ` , "am\u006funt" : 2 }`, field: "amount", value: "2", reason: "field given twice"},
 		{name: "nested keys are not fields", line: jsonLine("agency_id", `{"amount":1,"x":[{"amount":2}]}`), field: "agency_id", reason: "want type S"},
 		{name: "key attribute", line: jsonLine("random_timestamp", `"x"`), field: "random_timestamp", reason: "unknown field"},

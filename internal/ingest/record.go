@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"strings"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,7 +146,7 @@ func decodeLine(line []byte) (map[string]item.Value, error) {
 	names := memberNames(line)
 	for i, name := range names {
 		if !knownFields[name] {
-			return nil, &item.RejectError{Field: name, Value: string(fields[name]), Reason: "unknown field"}
+			return nil, &item.RejectError{Field: name, Value: string(fields[name]), Reason: "unknown field" + suggestField(name)}
 		}
 		if slices.Contains(names[:i], name) {
 			return nil, &item.RejectError{Field: name, Value: string(fields[name]),
@@ -256,4 +257,40 @@ func transaction(attrs map[string]item.Value, at time.Time, shards int) (item.Tr
 	}
 	pk, sk := keys.ForTransaction(id, at, shards)
 	return item.Parse(item.Item{PK: pk, SK: sk, Attrs: attrs})
+}
+
+// suggestField returns "; did you mean F?" for the known field closest to
+// name (at most 2 edits apart, ignoring case), or "".
+func suggestField(name string) string {
+	best, bestDist := "", 3
+	for f := range knownFields {
+		if d := editDistance(strings.ToLower(name), f); d < bestDist || d == bestDist && f < best {
+			best, bestDist = f, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + best + "?"
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
