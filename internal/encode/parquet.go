@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -225,64 +223,6 @@ func writeAll[T any](w io.Writer, what string, recs []T) error {
 	return nil
 }
 
-// ReadSummaryParquet reads a summary file written by WriteSummaryParquet
-// (the previous revision's, to compute adjustments).
-//
-// A file of another layout is an error: parquet-go maps columns by name
-// and converts what it can, so without the check a v1 summary (amounts
-// DECIMAL(18,4) on INT64) would read as wrong amounts, and a file missing
-// a column would panic.
-func ReadSummaryParquet(r io.ReaderAt, size int64) ([]report.SummaryRow, error) {
-	f, err := parquet.OpenFile(r, size)
-	if err != nil {
-		return nil, fmt.Errorf("read summary parquet: %w", err)
-	}
-	if want := summaryParquetSchema(); !parquet.EqualNodes(f.Schema(), want) {
-		return nil, fmt.Errorf("read summary parquet: not a summary file of this layout: columns %s; want %s",
-			describeColumns(f.Schema()), describeColumns(want))
-	}
-	recs, err := parquet.Read[summaryRecord](r, size)
-	if err != nil {
-		return nil, fmt.Errorf("read summary parquet: %w", err)
-	}
-	rows := make([]report.SummaryRow, len(recs))
-	for i, rec := range recs {
-		c, err := money.LookupCurrency(rec.Currency)
-		if err != nil {
-			return nil, fmt.Errorf("read summary parquet: row %d: %w", i, err)
-		}
-		row := report.SummaryRow{
-			PeriodStart: rec.PeriodStart.UTC(), PeriodEnd: rec.PeriodEnd.UTC(), AgencyID: rec.AgencyID, Currency: c,
-			PurchaseCount: rec.PurchaseCount, RefundCount: rec.RefundCount,
-		}
-		for _, f := range [...]struct {
-			dst *money.Total
-			b   [16]byte
-		}{{&row.Gross, rec.Gross}, {&row.Refunds, rec.Refunds}, {&row.Net, rec.Net}, {&row.Commission, rec.Commission}} {
-			if *f.dst, err = c.FromDecimal38(f.b); err != nil {
-				return nil, fmt.Errorf("read summary parquet: row %d agency %q: %w", i, rec.AgencyID, err)
-			}
-		}
-		rows[i] = row
-	}
-	return rows, nil
-}
-
-// summaryParquetSchema is the schema of summaryRecord.
-var summaryParquetSchema = sync.OnceValue(func() *parquet.Schema { return parquet.SchemaOf(summaryRecord{}) })
-
-// describeColumns lists a schema's top-level columns and their types, for
-// an error message.
-func describeColumns(n parquet.Node) string {
-	var b strings.Builder
-	for i, f := range n.Fields() {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(f.Name() + " " + f.Type().String())
-	}
-	return b.String()
-}
 
 // errLineItemWriterClosed is returned by Write and Close after Close.
 var errLineItemWriterClosed = errors.New("line item writer closed")

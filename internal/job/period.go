@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/aggregate"
@@ -14,7 +15,6 @@ import (
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/publish"
 	"github.com/reportjob/reportjob/internal/report"
-	"github.com/reportjob/reportjob/internal/sink"
 )
 
 // mode says why a period is built.
@@ -191,23 +191,8 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		return res, err
 	}
 	revision := 1
-	var adjustments []report.AdjustmentRow
 	if cur.Manifest != nil {
 		revision = cur.Manifest.Revision + 1
-		prevRows, err := pb.PreviousSummary(ctx, cur, dir)
-		switch {
-		case err != nil && m.force:
-			// verify --repair of a revision whose summary is missing or
-			// corrupt: restore it; a restatement it may turn into has no
-			// adjustments (the previous amounts cannot be read).
-			log.Warn("previous summary unreadable: no adjustments if this becomes a new revision", "err", err)
-		case err != nil:
-			return res, err
-		default:
-			if adjustments, err = aggregate.Adjustments(prevRows, rows, int32(revision)); err != nil {
-				return res, err
-			}
-		}
 	}
 	var agencies []string
 	if j.AgencyFiles.CSV || j.AgencyFiles.Parquet {
@@ -222,9 +207,25 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		return res, err
 	}
 	defer sess.Abort() // no-op once committed
-	w := encode.NewWriter(dir, p, j.AgencyFiles, sess.Upload)
+	var handed []string
+	w := encode.NewWriter(dir, p, j.AgencyFiles, func(f encode.File) error {
+		handed = append(handed, f.Key)
+		return sess.Upload(f)
+	})
 	defer w.Close()
-	if err := r.encode(w, agg, rows, adjustments, st); err != nil {
+	if err := r.encode(w, agg, rows, st); err != nil {
+		return res, err
+	}
+	// The adjustments come last, once the other objects are known: a
+	// rebuild whose items and other objects are the current revision's
+	// reproduces that revision, its adjustments included.
+	reproduce := cur.Manifest != nil && cur.Manifest.ItemsFingerprint == fp && cur.Manifest.ItemsRead == col.ItemsRead &&
+		sameKeys(handed, cur.Manifest, report.DatasetAdjustments)
+	adjustments, err := r.adjustments(ctx, pb, cur, rows, revision, reproduce, m, dir)
+	if err != nil {
+		return res, err
+	}
+	if err := w.Adjustments(adjustments); err != nil {
 		return res, err
 	}
 	files, err := sess.Wait()
@@ -278,11 +279,8 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 }
 
 // encode writes every file of the period through w.
-func (r *runner) encode(w *encode.Writer, agg *aggregate.Aggregator, rows []report.SummaryRow, adjustments []report.AdjustmentRow, st collect.Stats) error {
+func (r *runner) encode(w *encode.Writer, agg *aggregate.Aggregator, rows []report.SummaryRow, st collect.Stats) error {
 	if err := w.Summary(rows); err != nil {
-		return err
-	}
-	if err := w.Adjustments(adjustments); err != nil {
 		return err
 	}
 	if r.j.LineItems {
@@ -308,4 +306,67 @@ func (r *runner) encode(w *encode.Writer, agg *aggregate.Aggregator, rows []repo
 	return nil
 }
 
-var _ = sink.ErrNotFound
+// adjustments returns the adjustments of the revision being built: the
+// current revision's own when the build reproduces it, else what the new
+// revision adds to the current one.
+func (r *runner) adjustments(ctx context.Context, pb *publish.Publisher, cur *publish.Current, rows []report.SummaryRow,
+	revision int, reproduce bool, m mode, dir string) ([]report.AdjustmentRow, error) {
+	if cur.Manifest == nil {
+		return nil, nil
+	}
+	log := r.j.Log.With(LogPeriod, cur.Period.Name())
+	if reproduce {
+		prev, err := pb.PreviousAdjustments(ctx, cur, dir)
+		if err == nil || !m.force {
+			return prev, err
+		}
+		// verify --repair of a revision whose adjustments are missing or
+		// corrupt: the revision cannot be reproduced; the next one has no
+		// adjustments of its own (nothing changed).
+		log.Warn("the current revision's adjustments are unreadable: publishing a new revision", "err", err)
+	}
+	prevRows, err := pb.PreviousSummary(ctx, cur, dir)
+	switch {
+	case err != nil && m.force:
+		// verify --repair of a revision whose summary is missing or
+		// corrupt: a restatement it turns into has no adjustments (the
+		// previous amounts cannot be read).
+		log.Warn("the current revision's summary is unreadable: no adjustments", "err", err)
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return aggregate.Adjustments(prevRows, rows, int32(revision))
+}
+
+// sameKeys reports whether keys are m's objects, leaving out those under
+// the dataset skip and the agency files of that dataset's kind.
+func sameKeys(keys []string, m *report.Manifest, skip string) bool {
+	want := map[string]bool{}
+	for _, f := range m.Files {
+		if !isDatasetKey(f.Key, skip) {
+			want[f.Key] = true
+		}
+	}
+	n := 0
+	for _, k := range keys {
+		if isDatasetKey(k, skip) {
+			continue
+		}
+		if !want[k] {
+			return false
+		}
+		n++
+	}
+	return n == len(want)
+}
+
+// isDatasetKey reports whether key is an object of dataset: under its
+// prefix, or an agency's file of that kind ("adjustments-H.csv").
+func isDatasetKey(key, dataset string) bool {
+	if strings.HasPrefix(key, dataset+"/") {
+		return true
+	}
+	_, ok := report.AgencySegment(key)
+	return ok && strings.HasPrefix(key[strings.LastIndexByte(key, '/')+1:], dataset+"-")
+}

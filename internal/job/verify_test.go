@@ -95,3 +95,42 @@ func TestVerify(t *testing.T) {
 		e.checkSink()
 	})
 }
+
+// TestRepairKeepsRestatedRevision: repairing a missing object of a
+// restated revision (one with adjustments) restores it byte for byte and
+// keeps the revision; so does a backfill of its unchanged items.
+func TestRepairKeepsRestatedRevision(t *testing.T) {
+	e := newEnv(t, embeddedStack)
+	e.put(purchase("t-1", "acme", 1000, at(10, 5)))
+	e.run(e.job("A"), job.RunOptions{Now: at(11, 2)})
+	e.put(purchase("t-late", "acme", 250, at(10, 59)))
+	e.run(e.job("B"), job.RunOptions{Now: at(12, 2)}) // recheck: revision 2
+	if m := e.manifest(hour(10)); m.Revision != 2 || len(e.keysUnder("adjustments")) != 2 {
+		t.Fatalf("revision %d, adjustments %q", m.Revision, e.keysUnder("adjustments"))
+	}
+	before := e.objects()
+	for _, key := range []string{
+		e.keysUnder("agency=acme/period=20900301T1000Z/summary-")[0],
+		e.keysUnder("agency=acme/period=20900301T1000Z/adjustments-")[0],
+		e.keysUnder("adjustments/period=20900301T1000Z/")[0],
+	} {
+		if strings.HasPrefix(key, "adjustments/") {
+			continue // the dataset file is what the agency files are rebuilt from: see below
+		}
+		e.remove(key)
+		checks, err := e.job("V").Verify(context.Background(), job.VerifyOptions{From: at(10, 0), To: at(11, 0), Repair: true, Now: at(12, 30)})
+		if err != nil || len(checks) != 1 || !checks[0].Differs {
+			t.Fatalf("verify --repair after removing %s: %+v, %v", key, checks, err)
+		}
+		if m := e.manifest(hour(10)); m.Revision != 2 {
+			t.Errorf("after repairing %s: revision %d, want 2 (%s)", key, m.Revision, checks[0].Repaired)
+		}
+		if after := e.objects(); !mapsEqual(before, after) {
+			t.Errorf("after repairing %s: the objects differ from before", key)
+		}
+	}
+	res := e.run(e.job("C"), job.RunOptions{Now: at(12, 30), Backfill: true, From: at(10, 0), To: at(11, 0)})
+	if res.Periods[0].Outcome != job.OutcomeUnchanged {
+		t.Errorf("backfill of the unchanged restated period: %s", res.Periods[0].Outcome)
+	}
+}

@@ -17,7 +17,36 @@ import (
 // compute a restatement's adjustments. The file is downloaded into dir and
 // checked against the manifest's SHA-256 first.
 func (pb *Publisher) PreviousSummary(ctx context.Context, cur *Current, dir string) ([]report.SummaryRow, error) {
-	prefix := report.DatasetPrefix(report.DatasetSummary, cur.Period)
+	f, n, err := pb.download(ctx, cur, report.DatasetSummary, dir)
+	if err != nil {
+		return nil, err
+	}
+	if f == nil {
+		return nil, fmt.Errorf("revision %d of %s lists no summary file", cur.Manifest.Revision, cur.Period.Name())
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	return encode.ReadSummaryParquet(f, n)
+}
+
+// PreviousAdjustments reads the adjustments rows of cur's published
+// revision (nil when it has none), so that a rebuild that reproduces the
+// revision reproduces its adjustments too.
+func (pb *Publisher) PreviousAdjustments(ctx context.Context, cur *Current, dir string) ([]report.AdjustmentRow, error) {
+	f, n, err := pb.download(ctx, cur, report.DatasetAdjustments, dir)
+	if err != nil || f == nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	return encode.ReadAdjustmentsParquet(f, n)
+}
+
+// download fetches the dataset's object that cur's manifest lists into a
+// temp file in dir, checked against the manifest's size and SHA-256; nil
+// when the manifest lists none.
+func (pb *Publisher) download(ctx context.Context, cur *Current, dataset, dir string) (*os.File, int64, error) {
+	prefix := report.DatasetPrefix(dataset, cur.Period)
 	var info *report.FileInfo
 	for i, f := range cur.Manifest.Files {
 		if strings.HasPrefix(f.Key, prefix) {
@@ -25,27 +54,29 @@ func (pb *Publisher) PreviousSummary(ctx context.Context, cur *Current, dir stri
 		}
 	}
 	if info == nil {
-		return nil, fmt.Errorf("revision %d of %s lists no summary file", cur.Manifest.Revision, cur.Period.Name())
+		return nil, 0, nil
 	}
 	r, _, err := pb.Bucket.Get(ctx, info.Key)
 	if err != nil {
-		return nil, fmt.Errorf("read the previous revision's summary: %w", err)
+		return nil, 0, fmt.Errorf("read the current revision's %s: %w", dataset, err)
 	}
 	defer r.Close()
-	f, err := os.CreateTemp(dir, "prev-summary-*")
+	f, err := os.CreateTemp(dir, "prev-"+dataset+"-*")
 	if err != nil {
-		return nil, fmt.Errorf("read the previous revision's summary: %w", err)
+		return nil, 0, fmt.Errorf("read the current revision's %s: %w", dataset, err)
 	}
-	defer os.Remove(f.Name())
-	defer f.Close()
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), r)
+	if err == nil {
+		if sum := hex.EncodeToString(h.Sum(nil)); sum != info.SHA256 || n != info.Bytes {
+			err = fmt.Errorf("%s is corrupt (%d bytes, sha256 %s; the manifest says %d, %s): run verify --repair",
+				pb.Bucket.URL(info.Key), n, sum, info.Bytes, info.SHA256)
+		}
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read the previous revision's summary %s: %w", pb.Bucket.URL(info.Key), err)
+		f.Close()
+		os.Remove(f.Name())
+		return nil, 0, fmt.Errorf("read the current revision's %s: %w", dataset, err)
 	}
-	if sum := hex.EncodeToString(h.Sum(nil)); sum != info.SHA256 || n != info.Bytes {
-		return nil, fmt.Errorf("the previous revision's summary %s is corrupt (%d bytes, sha256 %s; the manifest says %d, %s): run verify --repair",
-			pb.Bucket.URL(info.Key), n, sum, info.Bytes, info.SHA256)
-	}
-	return encode.ReadSummaryParquet(f, n)
+	return f, n, nil
 }

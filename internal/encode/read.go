@@ -1,0 +1,112 @@
+package encode
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+// Reading files back: a restatement computes its adjustments from the
+// previous revision's summary, and a rebuild of an unchanged revision
+// carries its adjustments over.
+
+var (
+	summaryParquetSchema     = sync.OnceValue(func() *parquet.Schema { return parquet.SchemaOf(summaryRecord{}) })
+	adjustmentsParquetSchema = sync.OnceValue(func() *parquet.Schema { return parquet.SchemaOf(adjustmentRecord{}) })
+)
+
+// ReadSummaryParquet reads a summary file written by WriteSummaryParquet.
+// A file of another layout (another version's) is an error listing its
+// columns, never misread.
+func ReadSummaryParquet(r io.ReaderAt, size int64) ([]report.SummaryRow, error) {
+	recs, err := readRecords[summaryRecord](r, size, summaryParquetSchema(), "summary")
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]report.SummaryRow, len(recs))
+	for i := range recs {
+		if rows[i], err = recs[i].row(); err != nil {
+			return nil, fmt.Errorf("read summary parquet: row %d: %w", i, err)
+		}
+	}
+	return rows, nil
+}
+
+// ReadAdjustmentsParquet reads an adjustments file written by
+// WriteAdjustmentsParquet.
+func ReadAdjustmentsParquet(r io.ReaderAt, size int64) ([]report.AdjustmentRow, error) {
+	recs, err := readRecords[adjustmentRecord](r, size, adjustmentsParquetSchema(), "adjustments")
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]report.AdjustmentRow, len(recs))
+	for i, rec := range recs {
+		s := summaryRecord{
+			PeriodStart: rec.PeriodStart, PeriodEnd: rec.PeriodEnd, AgencyID: rec.AgencyID, Currency: rec.Currency,
+			PurchaseCount: rec.PurchaseCount, RefundCount: rec.RefundCount,
+			Gross: rec.Gross, Refunds: rec.Refunds, Net: rec.Net, Commission: rec.Commission,
+		}
+		row, err := s.row()
+		if err != nil {
+			return nil, fmt.Errorf("read adjustments parquet: row %d: %w", i, err)
+		}
+		rows[i] = report.AdjustmentRow{SummaryRow: row, Revision: rec.Revision}
+	}
+	return rows, nil
+}
+
+func readRecords[T any](r io.ReaderAt, size int64, want *parquet.Schema, what string) ([]T, error) {
+	f, err := parquet.OpenFile(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("read %s parquet: %w", what, err)
+	}
+	if !parquet.EqualNodes(f.Schema(), want) {
+		return nil, fmt.Errorf("read %s parquet: not a %s file of this layout: columns %s; want %s",
+			what, what, describeColumns(f.Schema()), describeColumns(want))
+	}
+	recs, err := parquet.Read[T](r, size)
+	if err != nil {
+		return nil, fmt.Errorf("read %s parquet: %w", what, err)
+	}
+	return recs, nil
+}
+
+// row converts a record back to minor units.
+func (rec *summaryRecord) row() (report.SummaryRow, error) {
+	c, err := money.LookupCurrency(rec.Currency)
+	if err != nil {
+		return report.SummaryRow{}, err
+	}
+	row := report.SummaryRow{
+		PeriodStart: rec.PeriodStart.UTC(), PeriodEnd: rec.PeriodEnd.UTC(), AgencyID: rec.AgencyID, Currency: c,
+		PurchaseCount: rec.PurchaseCount, RefundCount: rec.RefundCount,
+	}
+	for _, f := range [...]struct {
+		dst *money.Total
+		b   [16]byte
+	}{{&row.Gross, rec.Gross}, {&row.Refunds, rec.Refunds}, {&row.Net, rec.Net}, {&row.Commission, rec.Commission}} {
+		if *f.dst, err = c.FromDecimal38(f.b); err != nil {
+			return report.SummaryRow{}, fmt.Errorf("agency %q: %w", rec.AgencyID, err)
+		}
+	}
+	return row, nil
+}
+
+// describeColumns lists a schema's top-level columns and their types, for
+// an error message.
+func describeColumns(n parquet.Node) string {
+	var b strings.Builder
+	for i, f := range n.Fields() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(f.Name() + " " + f.Type().String())
+	}
+	return b.String()
+}
