@@ -174,7 +174,7 @@ func printDemo(c *cli, rows []report.SummaryRow, top, generated int) {
 	}
 	w.Flush()
 	if len(agencies) < generated {
-		fmt.Fprintf(c.stdout, "(%d of the %d generated agencies had transactions that day; the others had none)\n", len(agencies), generated)
+		fmt.Fprintf(c.stdout, "(%d of the %d generated agencies had transactions that day)\n", len(agencies), generated)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reportjob/reportjob/internal/config"
 	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/metrics"
 	"github.com/reportjob/reportjob/internal/publish"
@@ -40,17 +41,36 @@ type verifySummary struct {
 }
 
 func cmdVerify(ctx context.Context, c *cli, args []string) error {
-	fs := newFlags(c, "verify", "--from T --to T [--repair] [--now T]")
+	fs := newFlags(c, "verify", "--from T --to T | --last D; [--repair] [--now T]")
 	var from, to, now timeFlag
 	fs.Var(&from, "from", "first period to check (a period boundary)")
 	fs.Var(&to, "to", "end of the range, exclusive (a period boundary)")
+	last := fs.String("last", "", "instead of --from/--to: the periods that ended within D before now - report.lateness (3d, 36h)")
 	repair := fs.Bool("repair", false, "restate what differs and remove unlisted objects (takes the lease)")
 	fs.Var(&now, "now", "fix the report clock (replay and tests)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if from.t.IsZero() || to.t.IsZero() {
-		return usagef("verify needs --from and --to")
+	switch {
+	case *last != "" && (!from.t.IsZero() || !to.t.IsZero()):
+		return usagef("verify: --last and --from/--to are exclusive")
+	case *last != "":
+		d, err := config.ParseDuration(*last)
+		if err != nil || d <= 0 {
+			return usagef("verify --last %q: want a positive duration such as 3d or 36h", *last)
+		}
+		at := now.t
+		if at.IsZero() {
+			at = time.Now().UTC()
+		}
+		period := c.cfg.Report.Period
+		to.t = report.PeriodAt(at.Add(-c.cfg.Report.Lateness), period).Start
+		from.t = report.PeriodAt(to.t.Add(-d), period).Start
+		if !from.t.Before(to.t) {
+			from.t = to.t.Add(-period)
+		}
+	case from.t.IsZero() || to.t.IsZero():
+		return usagef("verify needs --from and --to, or --last")
 	}
 	started := time.Now()
 	sum := verifySummary{Command: "verify", Job: c.cfg.JobName, RunID: c.runID,

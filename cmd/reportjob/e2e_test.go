@@ -288,15 +288,7 @@ func checkManifests(t *testing.T, h *harness, objs map[string]string, raws []raw
 				m.Transactions, m.DuplicatesWithinPeriod, m.DuplicatesAcrossPeriods, m.Rejects)
 		}
 	}
-	// Every object is a manifest or listed by one.
-	for k := range objs {
-		if !strings.HasPrefix(k, "manifests/") && !listed[k] {
-			t.Errorf("object %s is listed by no manifest", k)
-		}
-		if strings.HasPrefix(k, "manifests/") && !strings.HasSuffix(k, "/manifest.json") {
-			t.Errorf("unexpected %s", k)
-		}
-	}
+	checkListed(t, h, objs)
 	wantRejects := 0
 	reasons := map[string]int{}
 	for _, r := range raws {
@@ -325,6 +317,41 @@ func checkManifests(t *testing.T, h *harness, objs map[string]string, raws []raw
 	for f, n := range reasons {
 		if got[f] != n {
 			t.Errorf("rejects naming field %q: %d, want %d (all: %v)", f, got[f], n, got)
+		}
+	}
+}
+
+// checkListed checks the sink's invariant: every object is a manifest, or
+// is listed, with its SHA-256, by the manifest of its period; no intent is
+// left.
+func checkListed(t *testing.T, h *harness, objs map[string]string) {
+	t.Helper()
+	listed := map[string]string{}
+	for _, key := range datasetKeys(objs, "manifests") {
+		if !strings.HasSuffix(key, "/manifest.json") {
+			t.Errorf("unexpected %s", key)
+			continue
+		}
+		m, err := report.ParseManifest(h.read(h.sink(), key))
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		for _, f := range m.Files {
+			listed[f.Key] = f.SHA256
+		}
+	}
+	for k, sha := range objs {
+		switch {
+		case strings.HasPrefix(k, "manifests/"):
+		case listed[k] == "":
+			t.Errorf("object %s is listed by no manifest", k)
+		case listed[k] != sha:
+			t.Errorf("object %s has sha256 %s, its manifest says %s", k, sha, listed[k])
+		}
+	}
+	for k := range listed {
+		if _, ok := objs[k]; !ok {
+			t.Errorf("listed object %s is missing", k)
 		}
 	}
 }

@@ -178,7 +178,7 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
 		case res.Outcome == OutcomePublished:
 			pc.Repaired = fmt.Sprintf("restated as revision %d", res.Manifest.Revision)
 		default:
-			pc.Repaired = fmt.Sprintf("restored %d objects of revision %d", len(res.Uploaded), res.Manifest.Revision)
+			pc.Repaired = fmt.Sprintf("restored %d object(s) of revision %d", len(res.Uploaded), res.Manifest.Revision)
 		}
 	}
 	// A rebuild cleaned what its publication knew of; unlisted objects
@@ -205,7 +205,7 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
 		return err
 	}
 	if pc.Repaired == "" {
-		pc.Repaired = fmt.Sprintf("removed %d unlisted objects", len(pc.Problems))
+		pc.Repaired = fmt.Sprintf("removed %d unlisted object(s)", len(pc.Problems))
 	}
 	return nil
 }
