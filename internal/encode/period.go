@@ -71,28 +71,9 @@ func (w *Writer) Summary(rows []report.SummaryRow) error {
 		func(x io.Writer) error { return WriteSummaryParquet(x, rows) })); err != nil {
 		return err
 	}
-	for lo := 0; lo < len(rows); {
-		hi := lo + 1
-		for hi < len(rows) && rows[hi].AgencyID == rows[lo].AgencyID {
-			hi++
-		}
-		group := rows[lo:hi]
-		ap := report.AgencyPrefix(group[0].AgencyID, w.p)
-		if w.formats.CSV {
-			if err := w.emit(encodeFile(w.dir, ap, "summary", "csv", TypeCSV, int64(len(group)),
-				func(x io.Writer) error { return WriteSummaryCSV(x, group) })); err != nil {
-				return err
-			}
-		}
-		if w.formats.Parquet {
-			if err := w.emit(encodeFile(w.dir, ap, "summary", "parquet", TypeParquet, int64(len(group)),
-				func(x io.Writer) error { return WriteSummaryParquet(x, group) })); err != nil {
-				return err
-			}
-		}
-		lo = hi
-	}
-	return nil
+	return w.agencyFiles(len(rows), func(i int) string { return rows[i].AgencyID }, "summary",
+		func(x io.Writer, lo, hi int) error { return WriteSummaryCSV(x, rows[lo:hi]) },
+		func(x io.Writer, lo, hi int) error { return WriteSummaryParquet(x, rows[lo:hi]) })
 }
 
 // Adjustments writes the adjustments dataset file and each changed
@@ -106,22 +87,31 @@ func (w *Writer) Adjustments(rows []report.AdjustmentRow) error {
 		func(x io.Writer) error { return WriteAdjustmentsParquet(x, rows) })); err != nil {
 		return err
 	}
-	for lo := 0; lo < len(rows); {
+	return w.agencyFiles(len(rows), func(i int) string { return rows[i].AgencyID }, "adjustments",
+		func(x io.Writer, lo, hi int) error { return WriteAdjustmentsCSV(x, rows[lo:hi]) },
+		func(x io.Writer, lo, hi int) error { return WriteAdjustmentsParquet(x, rows[lo:hi]) })
+}
+
+// agencyFiles writes, for each run of rows [lo, hi) of one agency (rows
+// are sorted by agency), that agency's base.csv and base.parquet files in
+// the Formats asked.
+func (w *Writer) agencyFiles(n int, agency func(i int) string, base string, csv, parq func(x io.Writer, lo, hi int) error) error {
+	for lo := 0; lo < n; {
 		hi := lo + 1
-		for hi < len(rows) && rows[hi].AgencyID == rows[lo].AgencyID {
+		for hi < n && agency(hi) == agency(lo) {
 			hi++
 		}
-		group := rows[lo:hi]
-		ap := report.AgencyPrefix(group[0].AgencyID, w.p)
-		if w.formats.CSV {
-			if err := w.emit(encodeFile(w.dir, ap, "adjustments", "csv", TypeCSV, int64(len(group)),
-				func(x io.Writer) error { return WriteAdjustmentsCSV(x, group) })); err != nil {
-				return err
+		ap := report.AgencyPrefix(agency(lo), w.p)
+		for _, f := range []struct {
+			on       bool
+			ext, typ string
+			enc      func(x io.Writer, lo, hi int) error
+		}{{w.formats.CSV, "csv", TypeCSV, csv}, {w.formats.Parquet, "parquet", TypeParquet, parq}} {
+			if !f.on {
+				continue
 			}
-		}
-		if w.formats.Parquet {
-			if err := w.emit(encodeFile(w.dir, ap, "adjustments", "parquet", TypeParquet, int64(len(group)),
-				func(x io.Writer) error { return WriteAdjustmentsParquet(x, group) })); err != nil {
+			if err := w.emit(encodeFile(w.dir, ap, base, f.ext, f.typ, int64(hi-lo),
+				func(x io.Writer) error { return f.enc(x, lo, hi) })); err != nil {
 				return err
 			}
 		}

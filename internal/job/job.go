@@ -158,31 +158,11 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 			return res, err
 		}
 	}
-	r := &runner{j: j, opts: opts}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if !opts.DryRun {
-		h, err := j.acquire(ctx, cancel)
-		if err != nil {
-			return res, err
-		}
-		r.lease = h
-		kept := h.keep(ctx)
-		defer func() {
-			cancel(nil)
-			<-kept
-			h.release(ctx)
-		}()
-	}
-	if err := r.open(); err != nil {
+	r, ctx, st, err := j.start(ctx, opts)
+	if err != nil {
 		return res, err
 	}
-	defer r.close()
-
-	st, err := j.State.Load(ctx, j.Name)
-	if err != nil {
-		return res, fmt.Errorf("load checkpoint: %w", err)
-	}
+	defer r.stop(ctx)
 	res.Checkpoint = st.Checkpoint
 	if !opts.Backfill {
 		periods, res.PeriodsRemaining, err = report.Due(st.Checkpoint, j.Start, opts.Now, j.Period, j.Lateness, j.MaxPeriods)
@@ -262,7 +242,45 @@ type runner struct {
 	j       *Job
 	opts    RunOptions
 	lease   *holder // nil for a dry run
+	kept    <-chan struct{}
+	cancel  context.CancelCauseFunc
 	scratch *scratch.Dir
+}
+
+// start takes the lease (unless opts.DryRun) and keeps it renewed, opens
+// the run's scratch folder and loads the job's state. The returned context
+// is cancelled when the lease is lost; stop undoes the rest.
+func (j *Job) start(ctx context.Context, opts RunOptions) (*runner, context.Context, checkpoint.State, error) {
+	r := &runner{j: j, opts: opts}
+	ctx, r.cancel = context.WithCancelCause(ctx)
+	if !opts.DryRun {
+		h, err := j.acquire(ctx, r.cancel)
+		if err != nil {
+			r.cancel(nil)
+			return nil, ctx, checkpoint.State{}, err
+		}
+		r.lease, r.kept = h, h.keep(ctx)
+	}
+	if err := r.open(); err != nil {
+		r.stop(ctx)
+		return nil, ctx, checkpoint.State{}, err
+	}
+	st, err := j.State.Load(ctx, j.Name)
+	if err != nil {
+		r.stop(ctx)
+		return nil, ctx, checkpoint.State{}, fmt.Errorf("load checkpoint: %w", err)
+	}
+	return r, ctx, st, nil
+}
+
+// stop removes the scratch folder and gives the lease back.
+func (r *runner) stop(ctx context.Context) {
+	r.close()
+	r.cancel(nil)
+	if r.lease != nil {
+		<-r.kept
+		r.lease.release(ctx)
+	}
 }
 
 func (r *runner) open() error {
@@ -280,6 +298,9 @@ func (r *runner) open() error {
 }
 
 func (r *runner) close() {
+	if r.scratch == nil {
+		return
+	}
 	if err := r.scratch.Close(); err != nil {
 		r.j.Log.Warn("remove scratch folder", "err", err)
 	}

@@ -63,30 +63,11 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) ([]PeriodCheck, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadRange, err)
 	}
-	r := &runner{j: j, opts: RunOptions{Now: o.Now, DryRun: !o.Repair}}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if o.Repair {
-		h, err := j.acquire(ctx, cancel)
-		if err != nil {
-			return nil, err
-		}
-		r.lease = h
-		kept := h.keep(ctx)
-		defer func() {
-			cancel(nil)
-			<-kept
-			h.release(ctx)
-		}()
-	}
-	if err := r.open(); err != nil {
+	r, ctx, st, err := j.start(ctx, RunOptions{Now: o.Now, DryRun: !o.Repair})
+	if err != nil {
 		return nil, err
 	}
-	defer r.close()
-	st, err := j.State.Load(ctx, j.Name)
-	if err != nil {
-		return nil, fmt.Errorf("load checkpoint: %w", err)
-	}
+	defer r.stop(ctx)
 	var out []PeriodCheck
 	for i, p := range ps {
 		if o.Progress != nil {
