@@ -145,3 +145,43 @@ type Store interface {
 	// (ErrLeaseLost otherwise), in one atomic conditional write.
 	Update(ctx context.Context, job string, l Lease, now time.Time, u Update) error
 }
+
+// Validate reports what is wrong with u (a period without a start or with
+// an end not after it, at millisecond precision; a period both set and
+// dropped; a negative count), naming the field and the value. Stores call
+// it before writing, and write nothing when it fails.
+func (u Update) Validate() error {
+	if r := u.SetRecheck; r != nil {
+		if err := validPeriod("set_recheck", r.Start, r.End); err != nil {
+			return err
+		}
+		if r.Start.UnixMilli() == u.DropRecheck.UnixMilli() && !u.DropRecheck.IsZero() {
+			return fmt.Errorf("update: set_recheck and drop_recheck both name period %s", fmtMS(r.Start))
+		}
+	}
+	if r := u.Restated; r != nil {
+		if err := validPeriod("restated", r.Start, r.End); err != nil {
+			return err
+		}
+		if r.Revision < 0 || r.ItemsBefore < 0 || r.ItemsAfter < 0 {
+			return fmt.Errorf("update: restated revision %d, items_before %d, items_after %d: want no negative number",
+				r.Revision, r.ItemsBefore, r.ItemsAfter)
+		}
+	}
+	return nil
+}
+
+func validPeriod(field string, start, end time.Time) error {
+	if start.IsZero() || end.IsZero() || end.UnixMilli() <= start.UnixMilli() {
+		return fmt.Errorf("update: %s period [%s, %s): want a start and an end after it (in whole milliseconds)",
+			field, fmtMS(start), fmtMS(end))
+	}
+	return nil
+}
+
+func fmtMS(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}

@@ -2,8 +2,11 @@ package collect
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"iter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/reportjob/reportjob/internal/item"
 )
@@ -98,4 +101,41 @@ type ClaimWriter interface {
 	Commit() error
 	// Abort drops what was not written yet; the previous id list stays.
 	Abort()
+}
+
+// MaxIDChars is the longest transaction id, in characters (item
+// validation allows no longer one).
+const MaxIDChars = 256
+
+// CheckJob reports whether job can name a job in an Index: the stores
+// build keys from it with '#' as a separator.
+func CheckJob(job string) error {
+	for i := 0; i < len(job); i++ {
+		c := job[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("job name %q: want 1 to 255 characters of [A-Za-z0-9._-]", job)
+		}
+	}
+	if len(job) == 0 || len(job) > 255 {
+		return fmt.Errorf("job name %q: want 1 to 255 characters of [A-Za-z0-9._-]", job)
+	}
+	return nil
+}
+
+// CheckID reports whether id can be a claim's transaction id: non-empty,
+// valid UTF-8, at most MaxIDChars characters.
+func CheckID(id string) error {
+	clip := id
+	if len(clip) > 300 {
+		clip = clip[:300] + "..."
+	}
+	switch n := utf8.RuneCountInString(id); {
+	case id == "":
+		return errors.New("transaction id is empty")
+	case !utf8.ValidString(id):
+		return fmt.Errorf("transaction id %q is not valid UTF-8", clip)
+	case n > MaxIDChars:
+		return fmt.Errorf("transaction id %q has %d characters, more than %d", clip, n, MaxIDChars)
+	}
+	return nil
 }

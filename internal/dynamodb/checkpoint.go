@@ -254,7 +254,7 @@ func (s *Store) Commit(ctx context.Context, job string, l checkpoint.Lease, now 
 		return fmt.Errorf("commit checkpoint of job %q from %s to %s: not forward: %w",
 			job, fmtTime(from), fmtTime(to), checkpoint.ErrConflict)
 	}
-	if err := validUpdate(u); err != nil {
+	if err := u.Validate(); err != nil {
 		return fmt.Errorf("commit checkpoint of job %q: %w", job, err)
 	}
 	if l.Owner == "" {
@@ -274,7 +274,7 @@ func (s *Store) Update(ctx context.Context, job string, l checkpoint.Lease, now 
 	if err := checkJob(job); err != nil {
 		return fmt.Errorf("update state: %w", err)
 	}
-	if err := validUpdate(u); err != nil {
+	if err := u.Validate(); err != nil {
 		return fmt.Errorf("update state of job %q: %w", job, err)
 	}
 	if l.Owner == "" {
@@ -397,36 +397,6 @@ func (s *Store) writeState(ctx context.Context, job string, l checkpoint.Lease, 
 		// Only the restated list can have failed the condition: it changed
 		// since it was read. Read it again.
 	}
-}
-
-// validUpdate reports what is wrong with u, naming the field and value.
-func validUpdate(u checkpoint.Update) error {
-	if r := u.SetRecheck; r != nil {
-		if err := validPeriod("set_recheck", r.Start, r.End); err != nil {
-			return err
-		}
-		if sameMS(r.Start, u.DropRecheck) {
-			return fmt.Errorf("update: set_recheck and drop_recheck both name period %s", fmtTime(r.Start))
-		}
-	}
-	if r := u.Restated; r != nil {
-		if err := validPeriod("restated", r.Start, r.End); err != nil {
-			return err
-		}
-		if r.Revision < 0 || r.ItemsBefore < 0 || r.ItemsAfter < 0 {
-			return fmt.Errorf("update: restated revision %d, items_before %d, items_after %d: want no negative number",
-				r.Revision, r.ItemsBefore, r.ItemsAfter)
-		}
-	}
-	return nil
-}
-
-func validPeriod(field string, start, end time.Time) error {
-	if start.IsZero() || end.IsZero() || ms(end) <= ms(start) {
-		return fmt.Errorf("update: %s period [%s, %s): want a start and an end after it (in whole milliseconds)",
-			field, fmtTime(start), fmtTime(end))
-	}
-	return nil
 }
 
 // prependRestated returns list with r in front, keeping MaxRestated, and

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -65,41 +63,6 @@ const (
 	logGen    = "gen"
 )
 
-// maxIDChars is the longest transaction id the index takes, in characters
-// (item validation allows no longer ones).
-const maxIDChars = 256
-
-// indexJobName is what a job name may be: the index builds keys from it
-// with '#' as the separator.
-var indexJobName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
-
-func checkIndexJob(job string) error {
-	if !indexJobName.MatchString(job) {
-		return fmt.Errorf("job name %q: want 1 to 255 characters of [A-Za-z0-9._-]", job)
-	}
-	return nil
-}
-
-func checkID(id string) error {
-	switch {
-	case id == "":
-		return errors.New("transaction id is empty")
-	case !utf8.ValidString(id):
-		return fmt.Errorf("transaction id %q is not valid UTF-8", clip(id))
-	case utf8.RuneCountInString(id) > maxIDChars:
-		return fmt.Errorf("transaction id %q has %d characters, more than %d", clip(id), utf8.RuneCountInString(id), maxIDChars)
-	}
-	return nil
-}
-
-// clip shortens s for an error message.
-func clip(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "..."
-	}
-	return s
-}
-
 func claimKey(job, id string) string { return job + "#claim#" + id }
 
 func headKey(job string, period time.Time) string {
@@ -116,7 +79,7 @@ func binAV(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{
 // of the ids' claim items (projecting only the claim's attributes),
 // retrying unprocessed keys and throttling until WriteDeadline.
 func (s *Store) Lookup(ctx context.Context, job string, ids []string) ([]collect.Claim, error) {
-	if err := checkIndexJob(job); err != nil {
+	if err := collect.CheckJob(job); err != nil {
 		return nil, fmt.Errorf("look up claims: %w", err)
 	}
 	seen := make(map[string]bool, len(ids))
@@ -125,7 +88,7 @@ func (s *Store) Lookup(ctx context.Context, job string, ids []string) ([]collect
 		if seen[id] {
 			continue
 		}
-		if err := checkID(id); err != nil {
+		if err := collect.CheckID(id); err != nil {
 			return nil, fmt.Errorf("look up claims of job %q: %w", job, err)
 		}
 		seen[id] = true
@@ -223,7 +186,7 @@ func checkPeriod(period, expires time.Time) error {
 // (to know the generation it replaces); now is not used, since expired
 // items are left to Time to Live.
 func (s *Store) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
-	if err := checkIndexJob(job); err != nil {
+	if err := collect.CheckJob(job); err != nil {
 		return nil, fmt.Errorf("new claim writer: %w", err)
 	}
 	if err := checkPeriod(period, expires); err != nil {
@@ -297,7 +260,7 @@ func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
-	if err := checkID(id); err != nil {
+	if err := collect.CheckID(id); err != nil {
 		return w.fail(err)
 	}
 	if w.count > 0 && id <= w.last {
@@ -328,7 +291,7 @@ func (w *claimWriter) Release(id string) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
-	if err := checkID(id); err != nil {
+	if err := collect.CheckID(id); err != nil {
 		return w.fail(err)
 	}
 	_, err := w.s.api.DeleteItem(w.ctx, &dynamodb.DeleteItemInput{
@@ -386,4 +349,12 @@ func (w *claimWriter) Abort() {
 	w.done = true
 	w.out.wait()
 	w.s.deleteChunks(w.ctx, w.job, w.period, w.gen, 0, w.chunks)
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
 }

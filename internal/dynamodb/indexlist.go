@@ -13,7 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/klauspost/compress/zstd"
+	"github.com/reportjob/reportjob/internal/collect"
 )
 
 // Chunk sizes of a period's id list. A chunk is compressed from raw ids
@@ -232,7 +234,7 @@ func (s *Store) PeriodIDs(ctx context.Context, job string, period time.Time) ite
 		fail := func(err error) {
 			yield("", fmt.Errorf("period ids of job %q period %s: %w", job, fmtTime(period), err))
 		}
-		if err := checkIndexJob(job); err != nil {
+		if err := collect.CheckJob(job); err != nil {
 			fail(err)
 			return
 		}

@@ -157,36 +157,6 @@ func record(js jobState) jobRecord {
 	return r
 }
 
-// validUpdate reports what is wrong with u, naming the field and value.
-func validUpdate(u checkpoint.Update) error {
-	if r := u.SetRecheck; r != nil {
-		if err := validPeriod("set_recheck", r.Start, r.End); err != nil {
-			return err
-		}
-		if sameMS(r.Start, u.DropRecheck) {
-			return fmt.Errorf("update: set_recheck and drop_recheck both name period %s", formatTime(r.Start))
-		}
-	}
-	if r := u.Restated; r != nil {
-		if err := validPeriod("restated", r.Start, r.End); err != nil {
-			return err
-		}
-		if r.Revision < 0 || r.ItemsBefore < 0 || r.ItemsAfter < 0 {
-			return fmt.Errorf("update: restated revision %d, items_before %d, items_after %d: want no negative number",
-				r.Revision, r.ItemsBefore, r.ItemsAfter)
-		}
-	}
-	return nil
-}
-
-func validPeriod(field string, start, end time.Time) error {
-	if start.IsZero() || end.UnixMilli() <= start.UnixMilli() {
-		return fmt.Errorf("update: %s period [%s, %s): want a start and an end after it (in whole milliseconds)",
-			field, formatTime(start), formatTime(end))
-	}
-	return nil
-}
-
 // apply applies a valid u to st, at millisecond precision.
 func apply(st *checkpoint.State, u checkpoint.Update) {
 	if !u.DropRecheck.IsZero() {
@@ -325,7 +295,7 @@ func (s *Store) Commit(ctx context.Context, job string, l checkpoint.Lease, now 
 		return fmt.Errorf("commit checkpoint of job %q: new checkpoint %q is not after %q: %w",
 			job, formatTime(to), formatTime(from), checkpoint.ErrConflict)
 	}
-	if err := validUpdate(u); err != nil {
+	if err := u.Validate(); err != nil {
 		return fmt.Errorf("commit checkpoint of job %q: %w", job, err)
 	}
 	err := s.update(ctx, job, func(js *jobState) error {
@@ -353,7 +323,7 @@ func (s *Store) Commit(ctx context.Context, job string, l checkpoint.Lease, now 
 // else it returns ErrLeaseLost and writes nothing. A restatement already
 // recorded (same period start and revision) is not recorded twice.
 func (s *Store) Update(ctx context.Context, job string, l checkpoint.Lease, now time.Time, u checkpoint.Update) error {
-	if err := validUpdate(u); err != nil {
+	if err := u.Validate(); err != nil {
 		return fmt.Errorf("update state of job %q: %w", job, err)
 	}
 	err := s.update(ctx, job, func(js *jobState) error {

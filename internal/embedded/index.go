@@ -7,9 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"regexp"
+	"slices"
 	"time"
-	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -58,38 +57,7 @@ const (
 	claimLen     = 1 + 8 + 8 + collect.FPLen
 	headLen      = 1 + 8 + 8 + 8 + 1
 	flagSweeping = 1
-	maxIDChars   = 256 // item validation allows no longer transaction ids
 )
-
-// indexJobName is what a job name may be in the index.
-var indexJobName = regexp.MustCompile(`^[A-Za-z0-9._-]{1,255}$`)
-
-func checkIndexJob(job string) error {
-	if !indexJobName.MatchString(job) {
-		return fmt.Errorf("job name %q: want 1 to 255 characters of [A-Za-z0-9._-]", job)
-	}
-	return nil
-}
-
-func checkID(id string) error {
-	switch {
-	case id == "":
-		return errors.New("transaction id is empty")
-	case !utf8.ValidString(id):
-		return fmt.Errorf("transaction id %q is not valid UTF-8", clip(id))
-	case utf8.RuneCountInString(id) > maxIDChars:
-		return fmt.Errorf("transaction id %q has %d characters, more than %d", clip(id), utf8.RuneCountInString(id), maxIDChars)
-	}
-	return nil
-}
-
-// clip shortens s for an error message.
-func clip(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "..."
-	}
-	return s
-}
 
 // sortable encodes v in 8 bytes that sort as v does.
 func sortable(v int64) []byte {
@@ -191,16 +159,22 @@ func nested(b *bolt.Bucket, name []byte) *bolt.Bucket {
 
 // Lookup implements collect.Index in one read transaction.
 func (s *Store) Lookup(ctx context.Context, job string, ids []string) ([]collect.Claim, error) {
-	if err := checkIndexJob(job); err != nil {
+	if err := collect.CheckJob(job); err != nil {
 		return nil, fmt.Errorf("look up claims: %w", err)
 	}
-	seen := make(map[string]bool, len(ids))
+	// Distinct ids in byte order: the reads walk the claims' pages in
+	// order (callers usually pass them sorted already).
+	seen := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if err := checkID(id); err != nil {
+		if err := collect.CheckID(id); err != nil {
 			return nil, fmt.Errorf("look up claims of job %q: %w", job, err)
 		}
-		seen[id] = true
+		seen = append(seen, id)
 	}
+	if !slices.IsSorted(seen) {
+		slices.Sort(seen)
+	}
+	seen = slices.Compact(seen)
 	if len(seen) > collect.MaxLookup {
 		return nil, fmt.Errorf("look up claims of job %q: %d distinct ids, at most %d per call", job, len(seen), collect.MaxLookup)
 	}
@@ -213,7 +187,7 @@ func (s *Store) Lookup(ctx context.Context, job string, ids []string) ([]collect
 		if b == nil {
 			return nil
 		}
-		for id := range seen {
+		for _, id := range seen {
 			v := b.Get([]byte(id))
 			if v == nil {
 				continue
@@ -243,7 +217,7 @@ func (s *Store) PeriodIDs(ctx context.Context, job string, period time.Time) ite
 		fail := func(err error) {
 			yield("", fmt.Errorf("period ids of job %q period %s in %s: %w", job, formatTime(period), s.path, err))
 		}
-		if err := checkIndexJob(job); err != nil {
+		if err := collect.CheckJob(job); err != nil {
 			fail(err)
 			return
 		}
@@ -325,4 +299,12 @@ func (s *Store) PeriodIDs(ctx context.Context, job string, period time.Time) ite
 			fail(fmt.Errorf("list of generation %d has %d ids, its head says %d", gen, n, count))
 		}
 	}
+}
+
+// clip shortens s for an error message.
+func clip(s string) string {
+	if len(s) > 300 {
+		return s[:300] + "..."
+	}
+	return s
 }

@@ -15,7 +15,7 @@ import (
 // whose expiry is at or before now, with the claims that still point to
 // their periods (see sweep), then creates the new generation's bucket.
 func (s *Store) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
-	if err := checkIndexJob(job); err != nil {
+	if err := collect.CheckJob(job); err != nil {
 		return nil, fmt.Errorf("new claim writer: %w", err)
 	}
 	switch {
@@ -66,7 +66,10 @@ func (s *Store) NewClaimWriter(ctx context.Context, job string, period, expires,
 }
 
 // claimWriter is the embedded collect.ClaimWriter. It buffers up to
-// indexBatch adds and releases and writes them in one transaction.
+// indexBatch adds and releases and writes them in one transaction, in the
+// background: the caller goes on filling the next batch meanwhile (at most
+// one batch is being written). A failed write is reported by the next Add,
+// Release or Commit.
 type claimWriter struct {
 	s       *Store
 	ctx     context.Context
@@ -84,6 +87,9 @@ type claimWriter struct {
 	rels    []string
 	err     error // sticky: the first failure
 	done    bool
+	// writing receives the outcome of the batch being written, nil when
+	// none is.
+	writing chan error
 }
 
 type pendingAdd struct {
@@ -111,7 +117,7 @@ func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
-	if err := checkID(id); err != nil {
+	if err := collect.CheckID(id); err != nil {
 		return w.fail(err)
 	}
 	if w.count > 0 && id <= w.last {
@@ -131,7 +137,7 @@ func (w *claimWriter) Release(id string) error {
 	if err := w.usable(); err != nil {
 		return err
 	}
-	if err := checkID(id); err != nil {
+	if err := collect.CheckID(id); err != nil {
 		return w.fail(err)
 	}
 	w.rels = append(w.rels, id)
@@ -141,20 +147,49 @@ func (w *claimWriter) Release(id string) error {
 	return nil
 }
 
-// flush writes the buffered adds and releases in one transaction.
+// flush starts writing the buffered adds and releases, after the batch
+// being written, if any, is done.
 func (w *claimWriter) flush() error {
+	if err := w.wait(); err != nil {
+		return err
+	}
 	if len(w.adds) == 0 && len(w.rels) == 0 {
 		return nil
 	}
 	if err := w.ctx.Err(); err != nil {
 		return w.fail(err)
 	}
-	err := w.s.db.Update(func(tx *bolt.Tx) error {
+	adds, rels := w.adds, w.rels
+	w.adds, w.rels = make([]pendingAdd, 0, cap(adds)), make([]string, 0, cap(rels))
+	done := make(chan error, 1)
+	w.writing = done
+	go func() { done <- w.write(adds, rels) }()
+	return nil
+}
+
+// wait waits for the batch being written, if any, and returns the
+// writer's sticky error.
+func (w *claimWriter) wait() error {
+	if w.writing != nil {
+		err := <-w.writing
+		w.writing = nil
+		if err != nil {
+			return w.fail(fmt.Errorf("%s: %w", w.s.path, err))
+		}
+	}
+	return w.err
+}
+
+// write writes adds and releases in one transaction.
+func (w *claimWriter) write(adds []pendingAdd, rels []string) error {
+	return w.s.db.Update(func(tx *bolt.Tx) error {
 		_, _, lists, _ := jobPeriods(tx, w.job, false)
 		list := nested(nested(lists, w.start), genKey(w.gen))
 		if list == nil {
 			return fmt.Errorf("generation %d of the list was deleted by another writer", w.gen)
 		}
+		// Ids come in ascending order: pack the list's pages full.
+		list.FillPercent = 1
 		root, err := tx.CreateBucketIfNotExists(bucketClaims)
 		if err != nil {
 			return err
@@ -163,8 +198,11 @@ func (w *claimWriter) flush() error {
 		if err != nil {
 			return err
 		}
-		for _, a := range w.adds {
-			if err := list.Put([]byte(a.id), nil); err != nil {
+		// bbolt keeps keys and values until the transaction ends: no
+		// buffer is reused.
+		for _, a := range adds {
+			kb := []byte(a.id)
+			if err := list.Put(kb, nil); err != nil {
 				return fmt.Errorf("list id %q: %w", clip(a.id), err)
 			}
 			if !a.write {
@@ -172,22 +210,17 @@ func (w *claimWriter) flush() error {
 			}
 			c := w.claim
 			c.fp = a.fp
-			if err := claims.Put([]byte(a.id), c.encode()); err != nil {
+			if err := claims.Put(kb, c.encode()); err != nil {
 				return fmt.Errorf("claim of %q: %w", clip(a.id), err)
 			}
 		}
-		for _, id := range w.rels {
+		for _, id := range rels {
 			if err := deleteClaimOf(claims, id, w.claim.period); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		return w.fail(fmt.Errorf("%s: %w", w.s.path, err))
-	}
-	w.adds, w.rels = w.adds[:0], w.rels[:0]
-	return nil
 }
 
 // deleteClaimOf deletes id's claim when it points to the period starting
@@ -216,6 +249,9 @@ func (w *claimWriter) Commit() error {
 		return err
 	}
 	if err := w.flush(); err != nil {
+		return err
+	}
+	if err := w.wait(); err != nil {
 		return err
 	}
 	w.done = true
@@ -284,6 +320,10 @@ func (w *claimWriter) Abort() {
 		return
 	}
 	w.done = true
+	if w.writing != nil {
+		<-w.writing // its claims stay, as those written before
+		w.writing = nil
+	}
 	w.adds, w.rels = nil, nil
 	_ = w.s.db.Update(func(tx *bolt.Tx) error {
 		_, _, lists, _ := jobPeriods(tx, w.job, false)

@@ -223,7 +223,6 @@ func writeAll[T any](w io.Writer, what string, recs []T) error {
 	return nil
 }
 
-
 // errLineItemWriterClosed is returned by Write and Close after Close.
 var errLineItemWriterClosed = errors.New("line item writer closed")
 

@@ -1,12 +1,12 @@
 package ingest
 
 import (
-	"strings"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
