@@ -25,15 +25,18 @@ type mode struct {
 	// (a backfill applies today's configuration; a repair restores
 	// objects).
 	rebuild bool
-	// force uploads every object, also those the manifest lists.
-	force bool
+	// repair tolerates a current revision whose objects cannot be read
+	// back (it is being repaired), and restore names the objects to upload
+	// even though the manifest lists them.
+	repair  bool
+	restore map[string]bool
 }
 
 var (
 	modeDelivery = mode{kind: "period", reason: report.ReasonDelivery}
 	modeRecheck  = mode{kind: "recheck", reason: report.ReasonRecheck}
 	modeBackfill = mode{kind: "backfill", reason: report.ReasonBackfill, rebuild: true}
-	modeRepair   = mode{kind: "repair", reason: report.ReasonRepair, rebuild: true, force: true}
+	modeRepair   = mode{kind: "repair", reason: report.ReasonRepair, rebuild: true, repair: true}
 )
 
 // deliver builds a due period (or a backfilled one) and, for a due period,
@@ -202,7 +205,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 			}
 		}
 	}
-	sess, err := pb.Begin(ctx, cur, agencies, publish.Options{Force: m.force})
+	sess, err := pb.Begin(ctx, cur, agencies, publish.Options{Restore: m.restore})
 	if err != nil {
 		return res, err
 	}
@@ -317,7 +320,7 @@ func (r *runner) adjustments(ctx context.Context, pb *publish.Publisher, cur *pu
 	log := r.j.Log.With(LogPeriod, cur.Period.Name())
 	if reproduce {
 		prev, err := pb.PreviousAdjustments(ctx, cur, dir)
-		if err == nil || !m.force {
+		if err == nil || !m.repair {
 			return prev, err
 		}
 		// verify --repair of a revision whose adjustments are missing or
@@ -327,7 +330,7 @@ func (r *runner) adjustments(ctx context.Context, pb *publish.Publisher, cur *pu
 	}
 	prevRows, err := pb.PreviousSummary(ctx, cur, dir)
 	switch {
-	case err != nil && m.force:
+	case err != nil && m.repair:
 		// verify --repair of a revision whose summary is missing or
 		// corrupt: a restatement it turns into has no adjustments (the
 		// previous amounts cannot be read).

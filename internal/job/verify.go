@@ -133,6 +133,22 @@ func (r *runner) verify(ctx context.Context, p report.Period, cp time.Time) (Per
 	return pc, nil
 }
 
+// restored counts the objects verify found missing or corrupt that a
+// repair wrote back. (A repair rewrites every object of the revision, the
+// intact ones with the bytes they already have: only these were restored.)
+func restored(problems []publish.Problem, uploaded []report.FileInfo) int {
+	n := 0
+	for _, pr := range problems {
+		if pr.Kind != publish.ProblemMissing && pr.Kind != publish.ProblemCorrupt {
+			continue
+		}
+		if slices.ContainsFunc(uploaded, func(f report.FileInfo) bool { return f.Key == pr.Key }) {
+			n++
+		}
+	}
+	return n
+}
+
 // repair fixes what verify found in one period.
 func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
 	p := pc.Period
@@ -143,7 +159,14 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
 		}
 	}
 	if needsBuild {
-		res, err := r.build(ctx, p, modeRepair)
+		m := modeRepair
+		m.restore = map[string]bool{}
+		for _, pr := range pc.Problems {
+			if pr.Kind == publish.ProblemMissing || pr.Kind == publish.ProblemCorrupt {
+				m.restore[pr.Key] = true
+			}
+		}
+		res, err := r.build(ctx, p, m)
 		if err != nil {
 			return err
 		}
@@ -159,7 +182,7 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
 		case res.Outcome == OutcomePublished:
 			pc.Repaired = fmt.Sprintf("restated as revision %d", res.Manifest.Revision)
 		default:
-			pc.Repaired = fmt.Sprintf("restored %d object(s) of revision %d", len(res.Uploaded), res.Manifest.Revision)
+			pc.Repaired = fmt.Sprintf("restored %d object(s) of revision %d", restored(pc.Problems, res.Uploaded), res.Manifest.Revision)
 		}
 	}
 	// A rebuild cleaned what its publication knew of; unlisted objects

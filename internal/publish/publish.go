@@ -171,7 +171,7 @@ type Session struct {
 	cancel  context.CancelCauseFunc
 	cur     *Current
 	p       report.Period
-	force   bool
+	restore map[string]bool
 	skip    map[string]string // key -> sha256 of the current manifest's objects
 	queue   chan encode.File
 	done    chan struct{}
@@ -191,9 +191,9 @@ type Session struct {
 
 // Options of a publication.
 type Options struct {
-	// Force uploads every object, also those the current manifest lists
-	// (to restore objects verify found missing or corrupt).
-	Force bool
+	// Restore names objects to upload even though the current manifest
+	// lists them (verify --repair restoring missing or corrupt ones).
+	Restore map[string]bool
 }
 
 // Begin starts publishing a new revision of cur.Period, whose agency
@@ -215,7 +215,7 @@ func (pb *Publisher) Begin(ctx context.Context, cur *Current, agencies []string,
 		return nil, fmt.Errorf("publish %s: intent: %w", p.Name(), err)
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &Session{pb: pb, ctx: sctx, cancel: cancel, cur: cur, p: p, force: o.Force, intentBody: body,
+	s := &Session{pb: pb, ctx: sctx, cancel: cancel, cur: cur, p: p, restore: o.Restore, intentBody: body,
 		skip: map[string]string{}, queue: make(chan encode.File), done: make(chan struct{})}
 	if cur.Manifest != nil {
 		for _, f := range cur.Manifest.Files {
@@ -289,7 +289,7 @@ func (s *Session) run() {
 // upload puts one file, unless the current manifest lists it already.
 func (s *Session) upload(f encode.File) error {
 	defer removeTemp(f)
-	if sha, ok := s.skip[f.Key]; ok && sha == f.SHA256 && !s.force {
+	if sha, ok := s.skip[f.Key]; ok && sha == f.SHA256 && !s.restore[f.Key] {
 		return nil
 	}
 	if err := s.ctx.Err(); err != nil {
@@ -300,6 +300,12 @@ func (s *Session) upload(f encode.File) error {
 	}
 	if err := s.writeIntent(); err != nil {
 		return err
+	}
+	// Writing the intent (or waiting for another upload to write it) may
+	// have taken long: a run stopped meanwhile must not write after its
+	// lease expired. Checked again right before the object's write.
+	if err := s.pb.fence(); err != nil {
+		return fmt.Errorf("publish %s: %w", s.p.Name(), err)
 	}
 	if _, err := s.pb.out().PutFile(s.ctx, f.Key, f.Path, sink.PutOptions{ContentType: f.ContentType}); err != nil {
 		if cause := context.Cause(s.ctx); cause != nil && !errors.Is(err, cause) && s.ctx.Err() != nil {
@@ -518,6 +524,12 @@ func (pb *Publisher) deleteAll(ctx context.Context, p report.Period, keys []stri
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
+			break
+		}
+		// Waiting for a slot may have taken long (see upload).
+		if err := pb.fence(); err != nil {
+			<-sem
+			cancel(fmt.Errorf("clean %s: %w", p.Name(), err))
 			break
 		}
 		go func() {
