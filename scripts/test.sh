@@ -15,3 +15,6 @@ scripts/servers.sh start "$run"
 . "$run/env"
 go vet ./...
 go test -count=1 -timeout 20m "$@" ./...
+# Bounded fuzzing of every fuzz target (about a minute); not when the run
+# was narrowed with arguments.
+if [ $# -eq 0 ]; then scripts/fuzz.sh; fi

@@ -39,14 +39,20 @@ func openStore(ctx context.Context, c *cli) (*store, error) {
 		return &store{Source: s, Index: s, Writer: s, Store: s, init: s.Init, close: s.Close, where: s.Path()}, nil
 	case "dynamodb":
 		d := cfg.Store.DynamoDB
-		client, err := dynamodb.NewClient(ctx, dynamodb.ClientConfig{Region: d.Region, Endpoint: d.Endpoint})
+		k, err := loadTestKnobs(c.env)
+		if err != nil {
+			return nil, err
+		}
+		client, err := dynamodb.NewClient(ctx, dynamodb.ClientConfig{Region: d.Region, Endpoint: d.Endpoint,
+			RequestTimeout: k.requestTimeout, MaxBackoff: k.maxBackoff})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 		s, err := dynamodb.New(client, dynamodb.Options{
 			Table: d.Table, StateTable: d.StateTable,
 			PartitionAttr: cfg.Keys.PartitionAttr, SortAttr: cfg.Keys.SortAttr,
-			Logger: c.log,
+			WriteDeadline: k.batchDeadline,
+			Logger:        c.log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
@@ -78,12 +84,18 @@ func openBucket(ctx context.Context, c *cli) (*bucket, error) {
 			path: func(key string) string { return filepath.Join(abs, filepath.FromSlash(key)) }}, nil
 	case strings.HasPrefix(cfg.Sink.URL, "s3://"):
 		s3c := cfg.Sink.S3
-		client, err := s3sink.NewClient(ctx, s3sink.ClientConfig{Region: s3c.Region, Endpoint: s3c.Endpoint, PathStyle: s3c.PathStyle})
+		k, err := loadTestKnobs(c.env)
+		if err != nil {
+			return nil, err
+		}
+		client, err := s3sink.NewClient(ctx, s3sink.ClientConfig{Region: s3c.Region, Endpoint: s3c.Endpoint, PathStyle: s3c.PathStyle,
+			RequestTimeout: k.requestTimeout, MaxBackoff: k.maxBackoff})
 		if err != nil {
 			return nil, fmt.Errorf("open sink: %w", err)
 		}
 		s, err := s3sink.New(client, s3sink.Options{
 			Bucket: cfg.Sink.Bucket, Prefix: cfg.Sink.Prefix, SSE: s3c.SSE, KMSKeyID: s3c.KMSKeyID,
+			PartSize: k.partSize,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open sink: %w", err)

@@ -117,10 +117,12 @@ func resetDemoDir(dir string) error {
 			return fmt.Errorf("demo folder: %w", err)
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// The modes of the sink's and the store's own folders (0750, 0640):
+	// the demo folder holds both.
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return fmt.Errorf("demo folder: %w", err)
 	}
-	return os.WriteFile(filepath.Join(dir, demoMarker), []byte("made by reportjob demo; deleted by the next demo\n"), 0o644)
+	return os.WriteFile(filepath.Join(dir, demoMarker), []byte("made by reportjob demo; deleted by the next demo\n"), 0o640)
 }
 
 // printDemo prints the day per agency and currency, busiest agencies

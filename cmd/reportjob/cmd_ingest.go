@@ -110,16 +110,15 @@ func cmdIngest(ctx context.Context, c *cli, args []string) error {
 			if late > 0 {
 				hint = fmt.Sprintf("%d are older than report.lateness (%s): if they must be billed, ingest them with --allow-late and backfill their periods", late, c.cfg.Report.Lateness)
 			}
-			others := "the other %d were written"
-			switch written := stats.Written; {
-			case written == 0:
-				others = "none was written"
-			case written == 1:
-				others = "the other one was written"
+			written := "nothing was written"
+			switch stats.Written {
+			case 0:
+			case 1:
+				written = "not written; the other one was written"
 			default:
-				others = fmt.Sprintf(others, written)
+				written = fmt.Sprintf("not written; the other %d were written", stats.Written)
 			}
-			err = fmt.Errorf("%d of %d records refused (not written; %s): %s", len(bad), stats.Read, others, hint)
+			err = fmt.Errorf("%d of %d records refused (%s): %s", len(bad), stats.Read, written, hint)
 		}
 	}
 	sum.Read, sum.Written, sum.Invalid, sum.Duplicates = stats.Read, stats.Written, stats.Invalid, stats.Duplicates

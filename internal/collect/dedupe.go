@@ -1,7 +1,6 @@
 package collect
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"iter"
@@ -86,6 +85,10 @@ func (c *Collected) Dedupe(ctx context.Context, o DedupeOptions, emit func(tx *i
 			return st, err
 		}
 	}
+	// The sorted records are consumed: free their buffer and run files now
+	// rather than when the caller closes c, after encoding the period. (A
+	// file that cannot be removed goes with the scratch folder.)
+	_ = c.sorted.Close()
 	logs := append(append([]*rejectLog{}, c.rejects...), conflicts)
 	n, err := joinRejects(c.rejectsPath(), logs)
 	if err != nil {
@@ -98,7 +101,8 @@ func (c *Collected) Dedupe(ctx context.Context, o DedupeOptions, emit func(tx *i
 	return st, nil
 }
 
-// deduper walks the id-sorted records.
+// deduper decides the groups of id-sorted records that a grouper reads
+// (see pipeline.go) and records the period's claims.
 type deduper struct {
 	c         *Collected
 	o         DedupeOptions
@@ -106,15 +110,6 @@ type deduper struct {
 	emit      func(*item.Transaction) error
 	conflicts *rejectLog
 
-	// The group of records of the current transaction id.
-	group   [][]byte // values (encoded transactions)
-	groupID []byte
-	groupFP [FPLen]byte
-	mixed   bool // the group holds different contents
-	arena   []byte
-
-	// Candidates waiting for an index lookup, in id order.
-	batch []candidate
 	// Claims of the period being written.
 	cw       ClaimWriter
 	oldIDs   func() (string, error, bool)
@@ -130,109 +125,57 @@ type candidate struct {
 	fp [FPLen]byte
 }
 
-func (d *deduper) run(ctx context.Context, it interface {
-	Next() bool
-	Key() []byte
-	Value() []byte
-	Err() error
-}) error {
-	for it.Next() {
-		id, fp, ok := keyID(it.Key())
-		if !ok {
-			return fmt.Errorf("sort by transaction id: malformed key %q", it.Key())
+// run decides every group of it, in transaction id order. A grouper
+// goroutine merges, groups and decodes the records and looks their claims
+// up ahead, a few batches at a time, while this one decides, records the
+// claims and emits: the two halves of the work run on two cores.
+func (d *deduper) run(ctx context.Context, it recordIterator) error {
+	ctx, cancel := context.WithCancel(ctx)
+	g := startGrouper(ctx, it, d.o.Index, d.o.Job, max(d.c.cfg.Concurrency, 1))
+	defer func() {
+		cancel()
+		g.wait()
+	}()
+	for b := range g.out {
+		<-b.ready // a lookup ends when its context does
+		if b.err != nil {
+			return fmt.Errorf("look up the dedupe index: %w", b.err)
 		}
-		if d.groupID != nil && !bytes.Equal(id, d.groupID) {
-			if err := d.endGroup(ctx); err != nil {
-				return err
-			}
-		}
-		if d.groupID == nil {
-			d.groupID = append(d.groupID[:0], id...)
-			d.groupFP = fp
-		} else if fp != d.groupFP {
-			d.mixed = true
-		}
-		// Values are kept for the group only: usually one record.
-		start := len(d.arena)
-		d.arena = append(d.arena, it.Value()...)
-		d.group = append(d.group, d.arena[start:len(d.arena):len(d.arena)])
-	}
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("sort by transaction id: %w", err)
-	}
-	if d.groupID != nil {
-		if err := d.endGroup(ctx); err != nil {
+		if err := d.decide(b); err != nil {
 			return err
 		}
+		g.recycle(b)
 	}
-	return d.flushBatch(ctx)
+	return g.err
 }
 
-// endGroup decides the current group: a conflict (every copy rejected) or
-// one candidate and its identical duplicates.
-func (d *deduper) endGroup(ctx context.Context) error {
-	defer func() {
-		clear(d.group)
-		d.group, d.groupID, d.mixed = d.group[:0], nil, false
-		if cap(d.arena) > 1<<20 {
-			d.arena = nil // a huge group: do not keep its memory
-		}
-		d.arena = d.arena[:0]
-	}()
-	if d.mixed {
-		for _, v := range d.group {
-			var tx item.Transaction
-			if err := tx.DecodeBinary(v); err != nil {
-				return fmt.Errorf("sort by transaction id: %w", err)
+// decide bills, drops or rejects each entry of b, in order.
+func (d *deduper) decide(b *batch) error {
+	p := d.c.Period
+	for i := range b.entries {
+		e := &b.entries[i]
+		if e.conflict != nil {
+			for _, v := range e.conflict {
+				var tx item.Transaction
+				if err := tx.DecodeBinary(v); err != nil {
+					return fmt.Errorf("sort by transaction id: %w", err)
+				}
+				r := newReject(tx.Item(), item.AttrTransactionID, tx.ID, fmt.Sprintf(reasonConflict, len(e.conflict)))
+				if err := d.conflicts.add(r); err != nil {
+					return err
+				}
 			}
-			r := newReject(tx.Item(), item.AttrTransactionID, tx.ID, fmt.Sprintf(reasonConflict, len(d.group)))
-			if err := d.conflicts.add(r); err != nil {
+			continue
+		}
+		d.st.DuplicatesWithinPeriod += int64(e.dups)
+		cand := &e.cand
+		if d.o.Index == nil {
+			if err := d.bill(cand, false); err != nil {
 				return err
 			}
+			continue
 		}
-		return nil
-	}
-	d.st.DuplicatesWithinPeriod += int64(len(d.group) - 1)
-	var cand candidate
-	if err := cand.tx.DecodeBinary(d.group[0]); err != nil {
-		return fmt.Errorf("sort by transaction id: %w", err)
-	}
-	cand.fp = d.groupFP
-	if d.o.Index == nil {
-		return d.bill(&cand, false)
-	}
-	d.batch = append(d.batch, cand)
-	if len(d.batch) == MaxLookup {
-		return d.flushBatch(ctx)
-	}
-	return nil
-}
-
-// flushBatch looks up the batch's claims and decides each candidate.
-func (d *deduper) flushBatch(ctx context.Context) error {
-	if len(d.batch) == 0 {
-		return nil
-	}
-	defer func() {
-		clear(d.batch)
-		d.batch = d.batch[:0]
-	}()
-	ids := make([]string, len(d.batch))
-	for i := range d.batch {
-		ids[i] = d.batch[i].tx.ID
-	}
-	claims, err := d.o.Index.Lookup(ctx, d.o.Job, ids)
-	if err != nil {
-		return fmt.Errorf("look up the dedupe index: %w", err)
-	}
-	byID := make(map[string]Claim, len(claims))
-	for _, cl := range claims {
-		byID[cl.ID] = cl
-	}
-	p := d.c.Period
-	for i := range d.batch {
-		cand := &d.batch[i]
-		cl, ok := byID[cand.tx.ID]
+		cl, ok := b.claims[cand.tx.ID]
 		switch {
 		case !ok || !cl.Expires.Add(-d.o.Window).After(p.Start):
 			// Unclaimed, or claimed by a period outside the window.
@@ -262,6 +205,12 @@ func (d *deduper) flushBatch(ctx context.Context) error {
 func (d *deduper) bill(cand *candidate, write bool) error {
 	d.st.Transactions++
 	if d.cw != nil {
+		// Each claim is checked: a run stopped in the middle of the
+		// period's claims must write no more of them once its lease may
+		// have expired (the index is not fenced by the lease in the store).
+		if err := d.fence(); err != nil {
+			return err
+		}
 		if err := d.releaseBefore(cand.tx.ID); err != nil {
 			return err
 		}
@@ -272,11 +221,17 @@ func (d *deduper) bill(cand *candidate, write bool) error {
 	return d.emit(&cand.tx)
 }
 
+// fence returns the error of the Fence option, nil without one.
+func (d *deduper) fence() error {
+	if d.o.Fence == nil {
+		return nil
+	}
+	return d.o.Fence()
+}
+
 func (d *deduper) startClaims(ctx context.Context) error {
-	if d.o.Fence != nil {
-		if err := d.o.Fence(); err != nil {
-			return err
-		}
+	if err := d.fence(); err != nil {
+		return err
 	}
 	p := d.c.Period
 	cw, err := d.o.Index.NewClaimWriter(ctx, d.o.Job, p.Start, p.End.Add(2*d.o.Window), d.o.Now)
@@ -316,6 +271,9 @@ func (d *deduper) releaseBefore(id string) error {
 
 func (d *deduper) finishClaims() error {
 	for d.oldValid {
+		if err := d.fence(); err != nil {
+			return err
+		}
 		if err := d.cw.Release(d.oldNext); err != nil {
 			return fmt.Errorf("write the dedupe index: %w", err)
 		}
@@ -323,10 +281,8 @@ func (d *deduper) finishClaims() error {
 			return err
 		}
 	}
-	if d.o.Fence != nil {
-		if err := d.o.Fence(); err != nil {
-			return err
-		}
+	if err := d.fence(); err != nil {
+		return err
 	}
 	err := d.cw.Commit()
 	d.cw = nil

@@ -12,10 +12,7 @@ import (
 // fingerprintAttrs are the attributes a period's fingerprint covers, with
 // the keys: the producer contract's. An attribute outside the contract
 // (which the job ignores) can change without making the period differ.
-var fingerprintAttrs = [...]string{
-	item.AttrTransactionID, item.AttrAgencyID, item.AttrAmount, item.AttrCurrency, item.AttrKind,
-	item.AttrCommissionBPS, item.AttrCustomerID, item.AttrProductID, item.AttrRecordedAt,
-}
+var fingerprintAttrs = item.ContractAttrs
 
 // Fingerprint is an order-independent fingerprint of a set of items: the
 // sum, modulo 2^256, of the SHA-256 of each item's canonical encoding. Two
@@ -36,16 +33,23 @@ type Fingerprint struct {
 
 // Add adds one item.
 func (f *Fingerprint) Add(it *item.Item, buf []byte) []byte {
+	vals, present := it.Contract()
+	return f.addContract(it.PK, it.SK, &vals, present, buf)
+}
+
+// addContract adds the item with keys pk and sk and the contract
+// attributes vals and present (item.Item.Contract).
+func (f *Fingerprint) addContract(pk, sk string, vals *[item.NumContractAttrs]item.Value, present uint16, buf []byte) []byte {
 	buf = buf[:0]
 	buf = appendStr(buf, "reportjob.item.v1")
-	buf = appendStr(buf, it.PK)
-	buf = appendStr(buf, it.SK)
-	for _, name := range fingerprintAttrs {
-		v, ok := it.Attrs[name]
-		if !ok {
+	buf = appendStr(buf, pk)
+	buf = appendStr(buf, sk)
+	for i := range fingerprintAttrs {
+		if present&(1<<i) == 0 {
 			buf = append(buf, 0)
 			continue
 		}
+		v := vals[i]
 		buf = append(buf, 1)
 		buf = appendStr(buf, v.Type.String())
 		buf = appendStr(buf, v.Text)

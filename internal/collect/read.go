@@ -161,8 +161,9 @@ func (pr *partReader) page(page []item.Item) error {
 	for i := range page {
 		it := &page[i]
 		pr.res.items++
-		pr.buf = pr.res.fp.Add(it, pr.buf)
-		tx, err := item.Parse(*it)
+		vals, present := it.Contract()
+		pr.buf = pr.res.fp.addContract(it.PK, it.SK, &vals, present, pr.buf)
+		tx, err := item.ParseContract(it.PK, it.SK, &vals, present)
 		if err != nil {
 			var re *item.RejectError
 			if !errors.As(err, &re) {

@@ -228,7 +228,9 @@ func (d *decoder) applyEnv(env []string) {
 		case name == EnvName(formatsKey):
 			d.errs = append(d.errs, &Error{Key: name, Value: val, Source: "environment", Reason: formatsRemoved})
 		case !ok:
-			d.errs = append(d.errs, &Error{Key: name, Value: val, Source: "environment",
+			// The value is not echoed: it may be a credential meant for
+			// another program, or for a key whose name has a typo.
+			d.errs = append(d.errs, &Error{Key: name, Value: "...", Source: "environment",
 				Reason: "unknown variable: no such config key" + suggest(name, names)})
 		case d.lists[path]:
 			d.v.Set(path, splitList(val))
@@ -300,9 +302,31 @@ func (d *decoder) httpURL(key string) string {
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		d.fail(key, s, `must be "" or an http:// or https:// URL with a host`)
+		d.fail(key, redactURL(s), `must be "" or an http:// or https:// URL with a host`)
 	}
 	return s
+}
+
+// redactURL hides the user information of a URL (a Pushgateway's
+// user:password), also in one that does not parse, so that the message of
+// a bad value cannot leak a credential.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		if u.User == nil {
+			return s
+		}
+		u.User = url.User("xxxxx")
+		return u.String()
+	}
+	at := strings.LastIndexByte(s, '@')
+	if at < 0 {
+		return s
+	}
+	start := 0
+	if i := strings.Index(s, "//"); i >= 0 && i < at {
+		start = i + 2
+	}
+	return s[:start] + "xxxxx" + s[at:]
 }
 
 func (d *decoder) nonEmpty(key string, max int) string {

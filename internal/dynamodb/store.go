@@ -48,6 +48,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/fence"
 	"github.com/reportjob/reportjob/internal/ingest"
 )
 
@@ -202,6 +203,12 @@ type ClientConfig struct {
 	// the SDK's default resolution, which honours AWS_ENDPOINT_URL_DYNAMODB
 	// and AWS_ENDPOINT_URL.
 	Endpoint string
+	// RequestTimeout bounds one HTTP request: 0 = 1 minute. Fault tests
+	// shorten it.
+	RequestTimeout time.Duration
+	// MaxBackoff is the SDK retryer's longest wait between attempts: 0 =
+	// the SDK's (20 s). Fault tests shorten it.
+	MaxBackoff time.Duration
 }
 
 // clientMaxAttempts is the SDK retryer's attempts per request: with its
@@ -229,14 +236,21 @@ func NewClient(ctx context.Context, c ClientConfig) (*dynamodb.Client, error) {
 			return nil, fmt.Errorf("store.dynamodb.endpoint %q: want an http:// or https:// URL", c.Endpoint)
 		}
 	}
+	timeout := requestTimeout
+	if c.RequestTimeout > 0 {
+		timeout = c.RequestTimeout
+	}
 	opts := []func(*config.LoadOptions) error{
 		// A request that hangs (a server that accepts and never answers)
 		// would keep a run alive, and renewing its lease, forever.
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(requestTimeout)),
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(timeout)),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = clientMaxAttempts
 				o.RateLimiter = ratelimit.None
+				if c.MaxBackoff > 0 {
+					o.MaxBackoff = c.MaxBackoff
+				}
 			})
 		}),
 	}
@@ -251,6 +265,9 @@ func NewClient(ctx context.Context, c ClientConfig) (*dynamodb.Client, error) {
 		return nil, errors.New("store.dynamodb.region is empty and the AWS SDK found no region (set it, or AWS_REGION)")
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		// Writes are refused before they are sent when the context's lease
+		// fence fails (package fence).
+		o.HTTPClient = fence.Client{Inner: o.HTTPClient, IsWrite: fence.DynamoDBWrite}
 		if c.Endpoint != "" {
 			o.BaseEndpoint = aws.String(c.Endpoint)
 		}

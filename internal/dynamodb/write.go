@@ -167,9 +167,9 @@ func (s *Store) retryBatch(ctx context.Context, op batchOp, try func(ctx context
 	// batch by the deadline.
 	bctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	var cause error // why the previous attempt did not finish
 	for attempt := 0; ; attempt++ {
 		pending, err := try(bctx)
-		var cause error
 		switch {
 		case err == nil:
 			if pending == 0 {
@@ -179,6 +179,11 @@ func (s *Store) retryBatch(ctx context.Context, op batchOp, try func(ctx context
 		case ctx.Err() != nil:
 			return fmt.Errorf("%s: %w", op.err, ctx.Err())
 		case bctx.Err() != nil:
+			// The deadline cut this attempt short: what kept the batch
+			// from finishing is the previous attempt's cause.
+			if cause != nil {
+				err = fmt.Errorf("%w, then %w", cause, err)
+			}
 			return fmt.Errorf("%s: gave up after %s (%d attempts): %w", op.err, s.opts.WriteDeadline, attempt+1, err)
 		case !retryable(err):
 			return fmt.Errorf("%s: %w", op.err, err)

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
+	"strings"
 
 	"github.com/reportjob/reportjob/internal/item"
 )
@@ -21,6 +23,9 @@ import (
 const codecVersion = 1
 
 func encodeAttrs(attrs map[string]item.Value) []byte {
+	if b, ok := encodeContractAttrs(attrs); ok {
+		return b
+	}
 	names := make([]string, 0, len(attrs))
 	size := 1 + binary.MaxVarintLen64
 	for name, v := range attrs {
@@ -42,58 +47,156 @@ func encodeAttrs(attrs map[string]item.Value) []byte {
 	return buf
 }
 
+// contractByName are the positions in item.ContractAttrs of the
+// contract's names in byte order.
+var contractByName = func() []int {
+	idx := make([]int, len(item.ContractAttrs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(item.ContractAttrs[a], item.ContractAttrs[b]) })
+	return idx
+}()
+
+// encodeContractAttrs is encodeAttrs of a map that holds contract
+// attributes only (every item ingest writes), without sorting: ok is false
+// for any other map.
+func encodeContractAttrs(attrs map[string]item.Value) ([]byte, bool) {
+	it := item.Item{Attrs: attrs}
+	vals, present := it.Contract()
+	if bits.OnesCount16(present) != len(attrs) {
+		return nil, false
+	}
+	size := 1 + binary.MaxVarintLen64
+	for i, name := range item.ContractAttrs {
+		if present&(1<<i) != 0 {
+			size += 1 + 2*binary.MaxVarintLen64 + len(name) + len(vals[i].Text)
+		}
+	}
+	buf := make([]byte, 0, size)
+	buf = append(buf, codecVersion)
+	buf = binary.AppendUvarint(buf, uint64(len(attrs)))
+	for _, i := range contractByName {
+		if present&(1<<i) == 0 {
+			continue
+		}
+		name, v := item.ContractAttrs[i], vals[i]
+		buf = binary.AppendUvarint(buf, uint64(len(name)))
+		buf = append(buf, name...)
+		buf = append(buf, byte(v.Type))
+		buf = binary.AppendUvarint(buf, uint64(len(v.Text)))
+		buf = append(buf, v.Text...)
+	}
+	return buf, true
+}
+
 var errCorrupt = errors.New("corrupt attribute encoding")
 
 // decodeAttrs decodes b, copying every string out of it (b may be bbolt's
-// memory, valid only inside its transaction).
+// memory, valid only inside its transaction). The copy is one allocation:
+// the texts share one string, and the contract's attribute names are the
+// package constants (no copy at all).
 func decodeAttrs(b []byte) (map[string]item.Value, error) {
 	if len(b) == 0 || b[0] != codecVersion {
 		return nil, fmt.Errorf("%w: unknown version", errCorrupt)
 	}
-	b = b[1:]
-	n, b, err := uvarint(b)
+	return decodeAttrsIn(b, string(b))
+}
+
+// decodeItem decodes a stored item: its sort key k and attributes v, with
+// one allocation for the strings of both.
+func decodeItem(k, v []byte) (string, map[string]item.Value, error) {
+	if len(v) == 0 || v[0] != codecVersion {
+		return "", nil, fmt.Errorf("%w: unknown version", errCorrupt)
+	}
+	var sb strings.Builder
+	sb.Grow(len(k) + len(v))
+	sb.Write(k)
+	sb.Write(v)
+	all := sb.String()
+	attrs, err := decodeAttrsIn(v, all[len(k):])
+	return all[:len(k)], attrs, err
+}
+
+// decodeAttrsIn decodes b, whose copy is all: texts (and names outside
+// the contract) are substrings of all.
+func decodeAttrsIn(b []byte, all string) (map[string]item.Value, error) {
+	pos := 1
+	n, pos, err := uvarintAt(b, pos)
 	if err != nil {
 		return nil, err
 	}
-	if n > uint64(len(b)) { // every attribute takes at least 3 bytes
-		return nil, fmt.Errorf("%w: %d attributes in %d bytes", errCorrupt, n, len(b))
+	if n > uint64(len(b)-pos) { // every attribute takes at least 3 bytes
+		return nil, fmt.Errorf("%w: %d attributes in %d bytes", errCorrupt, n, len(b)-pos)
 	}
 	attrs := make(map[string]item.Value, n)
 	for range n {
-		var name, text string
-		if name, b, err = lenString(b); err != nil {
+		var ns, ne, ts, te int
+		if ns, ne, pos, err = lenStringAt(b, pos); err != nil {
 			return nil, err
 		}
-		if len(b) == 0 {
+		name := knownName(b[ns:ne])
+		if name == "" {
+			name = all[ns:ne]
+		}
+		if pos >= len(b) {
 			return nil, fmt.Errorf("%w: attribute %q has no type", errCorrupt, name)
 		}
-		typ := item.Type(b[0])
-		if text, b, err = lenString(b[1:]); err != nil {
+		typ := item.Type(b[pos])
+		if ts, te, pos, err = lenStringAt(b, pos+1); err != nil {
 			return nil, err
 		}
-		attrs[name] = item.Value{Type: typ, Text: text}
+		attrs[name] = item.Value{Type: typ, Text: all[ts:te]}
 	}
-	if len(b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(b))
+	if pos != len(b) {
+		return nil, fmt.Errorf("%w: %d trailing bytes", errCorrupt, len(b)-pos)
 	}
 	return attrs, nil
 }
 
-func uvarint(b []byte) (uint64, []byte, error) {
-	v, n := binary.Uvarint(b)
-	if n <= 0 {
-		return 0, nil, fmt.Errorf("%w: bad length", errCorrupt)
+// knownName returns the contract's attribute name equal to b, "" for
+// another name.
+func knownName(b []byte) string {
+	switch string(b) { // no allocation: the compiler compares in place
+	case item.AttrTransactionID:
+		return item.AttrTransactionID
+	case item.AttrAgencyID:
+		return item.AttrAgencyID
+	case item.AttrAmount:
+		return item.AttrAmount
+	case item.AttrCurrency:
+		return item.AttrCurrency
+	case item.AttrKind:
+		return item.AttrKind
+	case item.AttrCommissionBPS:
+		return item.AttrCommissionBPS
+	case item.AttrCustomerID:
+		return item.AttrCustomerID
+	case item.AttrProductID:
+		return item.AttrProductID
+	case item.AttrRecordedAt:
+		return item.AttrRecordedAt
 	}
-	return v, b[n:], nil
+	return ""
 }
 
-func lenString(b []byte) (string, []byte, error) {
-	n, b, err := uvarint(b)
+func uvarintAt(b []byte, pos int) (uint64, int, error) {
+	v, n := binary.Uvarint(b[pos:])
+	if n <= 0 {
+		return 0, 0, fmt.Errorf("%w: bad length", errCorrupt)
+	}
+	return v, pos + n, nil
+}
+
+// lenStringAt reads a length-prefixed string at pos: its start and end in
+// b and the position after it.
+func lenStringAt(b []byte, pos int) (start, end, next int, err error) {
+	n, pos, err := uvarintAt(b, pos)
 	if err != nil {
-		return "", nil, err
+		return 0, 0, 0, err
 	}
-	if n > uint64(len(b)) {
-		return "", nil, fmt.Errorf("%w: length %d past the end", errCorrupt, n)
+	if n > uint64(len(b)-pos) {
+		return 0, 0, 0, fmt.Errorf("%w: length %d past the end", errCorrupt, n)
 	}
-	return string(b[:n]), b[n:], nil
+	return pos, pos + int(n), pos + int(n), nil
 }

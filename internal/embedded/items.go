@@ -12,6 +12,13 @@ import (
 	"github.com/reportjob/reportjob/internal/item"
 )
 
+// preferredBatch is how many items ingest hands PutItems at once: each
+// call is one transaction and one fsync, which dominate small batches.
+const preferredBatch = 10_000
+
+// PreferredBatch implements ingest.BatchSizer.
+func (s *Store) PreferredBatch() int { return preferredBatch }
+
 // PutItems stores items in one write transaction: all of them or, on
 // error, none (the *ingest.WriteError then names every transaction id).
 // An item replaces any item with the same keys. Attributes are stored as
@@ -121,11 +128,11 @@ func (s *Store) readPage(pk string, after []byte, page []item.Item) ([]item.Item
 				more = true
 				return nil
 			}
-			attrs, err := decodeAttrs(v)
+			sk, attrs, err := decodeItem(k, v)
 			if err != nil {
 				return fmt.Errorf("item (%q, %q): %w", pk, k, err)
 			}
-			page = append(page, item.Item{PK: pk, SK: string(k), Attrs: attrs})
+			page = append(page, item.Item{PK: pk, SK: sk, Attrs: attrs})
 			size += len(k) + len(v)
 		}
 		return nil

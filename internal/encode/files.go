@@ -16,6 +16,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/reportjob/reportjob/internal/report"
 )
@@ -52,12 +53,27 @@ type tempFile struct {
 	n  int64
 }
 
+// bufPool recycles the temp files' write buffers: a period writes one
+// file per agency and format, most of them small.
+var bufPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 256<<10) }}
+
 func newTempFile(dir string) (*tempFile, error) {
 	f, err := os.CreateTemp(dir, "enc-*")
 	if err != nil {
 		return nil, fmt.Errorf("encode: %w", err)
 	}
-	return &tempFile{f: f, bw: bufio.NewWriterSize(f, 256<<10), h: sha256.New()}, nil
+	bw := bufPool.Get().(*bufio.Writer)
+	bw.Reset(f)
+	return &tempFile{f: f, bw: bw, h: sha256.New()}, nil
+}
+
+// release returns the write buffer to the pool.
+func (t *tempFile) release() {
+	if t.bw != nil {
+		t.bw.Reset(nil)
+		bufPool.Put(t.bw)
+		t.bw = nil
+	}
 }
 
 func (t *tempFile) Write(p []byte) (int, error) {
@@ -71,6 +87,7 @@ func (t *tempFile) Write(p []byte) (int, error) {
 // prefix+base-H.ext.
 func (t *tempFile) finish(prefix, base, ext, contentType string, rows int64) (File, error) {
 	err := t.bw.Flush()
+	t.release()
 	if cerr := t.f.Close(); err == nil {
 		err = cerr
 	}

@@ -236,12 +236,24 @@ var errLineItemWriterClosed = errors.New("line item writer closed")
 // Errors are sticky: after Write or Close fails, every later call returns
 // the same error and the output must be discarded. A LineItemWriter is not
 // safe for concurrent use.
+//
+// Each full batch is encoded (parquet-go's column buffers and page
+// compression, most of the work) by a goroutine of its own while the
+// caller fills the next one: at most one batch is in flight, and batches
+// reach parquet-go in order, in the same calls as without it, so the bytes
+// do not change. A writer dropped without Close leaves no goroutine behind
+// once its last batch is encoded.
 type LineItemWriter struct {
 	pw    *parquet.GenericWriter[lineItemRecord]
 	batch []lineItemRecord
 	rows  int64
 	err   error
 	order orderCheck
+	// encoding receives the outcome of the batch inflight, being encoded;
+	// nil when none is.
+	encoding chan error
+	inflight []lineItemRecord
+	spare    []lineItemRecord
 }
 
 // NewLineItemWriter returns a writer of a transactions file to w. Close
@@ -275,17 +287,44 @@ func (lw *LineItemWriter) Write(li *report.LineItem) error {
 	return nil
 }
 
+// flushBatch hands the batch to a goroutine that encodes it, once the
+// previous one is encoded.
 func (lw *LineItemWriter) flushBatch() error {
 	if len(lw.batch) == 0 {
 		return nil
 	}
-	if _, err := lw.pw.Write(lw.batch); err != nil {
-		lw.err = fmt.Errorf("write line items: %w", err)
+	if err := lw.wait(); err != nil {
+		return err
+	}
+	b := lw.batch
+	lw.inflight, lw.batch, lw.spare = b, lw.spare, nil
+	if lw.batch == nil {
+		lw.batch = make([]lineItemRecord, 0, lineItemBatch)
+	}
+	done := make(chan error, 1)
+	lw.encoding = done
+	pw := lw.pw
+	go func() {
+		_, err := pw.Write(b)
+		clear(b) // drop string references
+		done <- err
+	}()
+	return nil
+}
+
+// wait waits for the batch in flight, if any, and returns the sticky
+// error.
+func (lw *LineItemWriter) wait() error {
+	if lw.encoding == nil {
 		return lw.err
 	}
-	clear(lw.batch) // drop string references
-	lw.batch = lw.batch[:0]
-	return nil
+	err := <-lw.encoding
+	lw.encoding = nil
+	lw.spare, lw.inflight = lw.inflight[:0], nil
+	if err != nil && lw.err == nil {
+		lw.err = fmt.Errorf("write line items: %w", err)
+	}
+	return lw.err
 }
 
 // Close writes the remaining rows and the footer. It does not close the
@@ -295,6 +334,9 @@ func (lw *LineItemWriter) Close() error {
 		return lw.err
 	}
 	if err := lw.flushBatch(); err != nil {
+		return err
+	}
+	if err := lw.wait(); err != nil {
 		return err
 	}
 	if err := lw.pw.Close(); err != nil {

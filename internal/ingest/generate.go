@@ -45,7 +45,9 @@ func Generate(ctx context.Context, w Writer, g GenerateOptions) (Stats, error) {
 		return b.add(ctx, tx.Item(), stats.Read)
 	})
 	if err == nil {
-		err = b.flush(ctx, stats.Read)
+		err = b.finish(ctx, stats.Read)
+	} else {
+		b.wait()
 	}
 	return stats, err
 }

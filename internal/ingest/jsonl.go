@@ -151,6 +151,12 @@ func ReadJSONL(ctx context.Context, r io.Reader, w Writer, opts Options) (Stats,
 		badLine []LineError
 	)
 	b := newBatcher(w, opts.BatchSize, &stats, log)
+	// stop ends an early return: the batch in flight is counted (its own
+	// error, if any, comes second to err).
+	stop := func(err error) (Stats, []LineError, error) {
+		b.wait()
+		return stats, badLine, err
+	}
 	lr := newLineReader(r)
 	for {
 		line, err := lr.next()
@@ -158,11 +164,11 @@ func ReadJSONL(ctx context.Context, r io.Reader, w Writer, opts Options) (Stats,
 			break
 		}
 		if err != nil {
-			return stats, badLine, fmt.Errorf("read line %d: %w", lr.n+1, err)
+			return stop(fmt.Errorf("read line %d: %w", lr.n+1, err))
 		}
 		if lr.n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return stats, badLine, fmt.Errorf("ingest stopped at line %d: %w", lr.n, err)
+				return stop(fmt.Errorf("ingest stopped at line %d: %w", lr.n, err))
 			}
 		}
 		if !lr.tooLong && len(bytes.TrimSpace(line)) == 0 {
@@ -177,11 +183,11 @@ func ReadJSONL(ctx context.Context, r io.Reader, w Writer, opts Options) (Stats,
 			continue
 		}
 		if err := b.add(ctx, it, lr.n); err != nil {
-			return stats, badLine, err
+			return stop(err)
 		}
 	}
-	if err := b.flush(ctx, lr.n); err != nil {
-		return stats, badLine, err
+	if err := b.finish(ctx, lr.n); err != nil {
+		return stop(err)
 	}
 	log.Debug("ingest done", logRead, stats.Read, logWritten, stats.Written,
 		logInvalid, stats.Invalid, logDuplicates, stats.Duplicates)
@@ -286,21 +292,32 @@ func (lr *lineReader) next() ([]byte, error) {
 }
 
 // batcher gathers items into batches with distinct keys and writes each
-// full batch.
+// full batch. A batch is written by a goroutine of its own while the next
+// one fills (reading and validating overlap the store's writes); at most
+// one is in flight, so batches reach the Writer one after the other, in
+// order. Call wait before looking at the stats or returning.
 type batcher struct {
 	w     Writer
 	size  int
 	items []item.Item
-	index map[string]int // PK "\x00" SK -> position in items
+	index map[[2]string]int // (PK, SK) -> position in items
 	stats *Stats
 	log   *slog.Logger
+
+	// The batch in flight: its outcome, size and input position.
+	writing      chan error
+	writingN     int
+	writingWhere int
 }
 
 func newBatcher(w Writer, size int, stats *Stats, log *slog.Logger) *batcher {
 	if size <= 0 {
 		size = DefaultBatchSize
+		if bs, ok := w.(BatchSizer); ok && bs.PreferredBatch() > 0 {
+			size = bs.PreferredBatch()
+		}
 	}
-	return &batcher{w: w, size: size, index: make(map[string]int, size), stats: stats, log: log,
+	return &batcher{w: w, size: size, index: make(map[[2]string]int, size), stats: stats, log: log,
 		items: make([]item.Item, 0, size)}
 }
 
@@ -308,7 +325,7 @@ func newBatcher(w Writer, size int, stats *Stats, log *slog.Logger) *batcher {
 // (the later record wins) and counts a duplicate. where is the input
 // position for messages.
 func (b *batcher) add(ctx context.Context, it item.Item, where int) error {
-	k := it.PK + "\x00" + it.SK
+	k := [2]string{it.PK, it.SK}
 	if i, ok := b.index[k]; ok {
 		if !maps.Equal(b.items[i].Attrs, it.Attrs) {
 			b.log.Warn("same keys, different content: the later record wins",
@@ -326,26 +343,51 @@ func (b *batcher) add(ctx context.Context, it item.Item, where int) error {
 	return nil
 }
 
-// flush writes the queued items, if any.
+// flush starts writing the queued items, if any, once the batch in
+// flight is written.
 func (b *batcher) flush(ctx context.Context, where int) error {
+	if err := b.wait(); err != nil {
+		return err
+	}
 	if len(b.items) == 0 {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("ingest stopped before writing %d items (up to input %d): %w", len(b.items), where, err)
 	}
-	err := b.w.PutItems(ctx, b.items)
-	if err != nil {
-		var we *WriteError
-		if errors.As(err, &we) && len(we.TransactionIDs) <= len(b.items) {
-			b.stats.Written += len(b.items) - len(we.TransactionIDs)
-		}
-		return fmt.Errorf("write %d items (up to input %d): %w", len(b.items), where, err)
-	}
-	b.stats.Written += len(b.items)
-	b.log.Debug("batch written", logBatch, len(b.items), logWritten, b.stats.Written)
+	items := b.items
 	// A new slice: the Writer may still hold the one it was given.
 	b.items = make([]item.Item, 0, b.size)
 	clear(b.index)
+	done := make(chan error, 1)
+	b.writing, b.writingN, b.writingWhere = done, len(items), where
+	go func() { done <- b.w.PutItems(ctx, items) }()
 	return nil
+}
+
+// wait waits for the batch in flight, if any, and counts what it wrote.
+func (b *batcher) wait() error {
+	if b.writing == nil {
+		return nil
+	}
+	err := <-b.writing
+	b.writing = nil
+	if err != nil {
+		var we *WriteError
+		if errors.As(err, &we) && len(we.TransactionIDs) <= b.writingN {
+			b.stats.Written += b.writingN - len(we.TransactionIDs)
+		}
+		return fmt.Errorf("write %d items (up to input %d): %w", b.writingN, b.writingWhere, err)
+	}
+	b.stats.Written += b.writingN
+	b.log.Debug("batch written", logBatch, b.writingN, logWritten, b.stats.Written)
+	return nil
+}
+
+// finish writes what is queued and waits for it.
+func (b *batcher) finish(ctx context.Context, where int) error {
+	if err := b.flush(ctx, where); err != nil {
+		return err
+	}
+	return b.wait()
 }

@@ -131,6 +131,9 @@ func decodeLine(line []byte) (map[string]item.Value, error) {
 	if !utf8.Valid(line) {
 		return nil, fmt.Errorf("%w: not valid UTF-8", ErrBadJSON)
 	}
+	if attrs, ok := decodePlainLine(line); ok {
+		return attrs, nil
+	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(line, &fields); err != nil {
 		var te *json.UnmarshalTypeError

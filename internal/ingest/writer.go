@@ -22,6 +22,14 @@ type Writer interface {
 	PutItems(ctx context.Context, items []item.Item) error
 }
 
+// BatchSizer is implemented by a Writer that writes best in calls of a
+// given number of items (the embedded store: one transaction, one fsync, a
+// call). ReadJSONL and Generate use it when their options leave the batch
+// size at 0.
+type BatchSizer interface {
+	PreferredBatch() int
+}
+
 // WriteError reports items that were not (or may not have been) written.
 type WriteError struct {
 	// TransactionIDs of the items not known to be written, in input order.

@@ -63,3 +63,64 @@ const (
 	AttrProductID     = "product_id"
 	AttrRecordedAt    = "recorded_at"
 )
+
+// ContractAttrs are the attribute names of the producer contract, in the
+// order Contract returns their values (and validation checks them).
+var ContractAttrs = [NumContractAttrs]string{
+	AttrTransactionID, AttrAgencyID, AttrAmount, AttrCurrency, AttrKind,
+	AttrCommissionBPS, AttrCustomerID, AttrProductID, AttrRecordedAt,
+}
+
+// NumContractAttrs is the number of attributes of the producer contract.
+const NumContractAttrs = 9
+
+// Positions in ContractAttrs.
+const (
+	idxTransactionID = iota
+	idxAgencyID
+	idxAmount
+	idxCurrency
+	idxKind
+	idxCommissionBPS
+	idxCustomerID
+	idxProductID
+	idxRecordedAt
+)
+
+// contractIndex returns name's position in ContractAttrs, -1 if none.
+func contractIndex(name string) int {
+	switch name {
+	case AttrTransactionID:
+		return idxTransactionID
+	case AttrAgencyID:
+		return idxAgencyID
+	case AttrAmount:
+		return idxAmount
+	case AttrCurrency:
+		return idxCurrency
+	case AttrKind:
+		return idxKind
+	case AttrCommissionBPS:
+		return idxCommissionBPS
+	case AttrCustomerID:
+		return idxCustomerID
+	case AttrProductID:
+		return idxProductID
+	case AttrRecordedAt:
+		return idxRecordedAt
+	}
+	return -1
+}
+
+// Contract returns the item's contract attributes in ContractAttrs order,
+// with a bit set in present (1<<i) for each one the item has. It walks
+// Attrs once instead of looking every name up.
+func (it *Item) Contract() (vals [NumContractAttrs]Value, present uint16) {
+	for name, v := range it.Attrs {
+		if i := contractIndex(name); i >= 0 {
+			vals[i] = v
+			present |= 1 << i
+		}
+	}
+	return vals, present
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -81,13 +82,22 @@ func truncate(s string) string {
 // truncated to the millisecond) or, when absent, the second the sort key
 // encodes.
 func Parse(it Item) (Transaction, error) {
-	t := Transaction{PK: it.PK, SK: it.SK, Kind: Purchase}
+	vals, present := it.Contract()
+	return ParseContract(it.PK, it.SK, &vals, present)
+}
+
+// ParseContract is Parse of the item with keys pk and sk whose contract
+// attributes are vals and present, as Item.Contract returns them (a caller
+// that needs them for something else too walks the item once).
+func ParseContract(pk, sk string, vals *[NumContractAttrs]Value, present uint16) (Transaction, error) {
+	t := Transaction{PK: pk, SK: sk, Kind: Purchase}
 	var err *RejectError
 	get := func(name string, typ Type, required bool) (string, bool) {
 		if err != nil {
 			return "", false
 		}
-		v, ok := it.Attrs[name]
+		i := contractIndex(name)
+		v, ok := vals[i], present&(1<<i) != 0
 		if !ok {
 			if required {
 				err = reject(name, "", "missing")
@@ -114,7 +124,7 @@ func Parse(it Item) (Transaction, error) {
 	t.AgencyID, _ = get(AttrAgencyID, String, true)
 	check(AttrAgencyID, t.AgencyID, err == nil, textRule(1, maxAgencyID, notPrintable))
 	check(AttrAgencyID, t.AgencyID, err == nil, func(s string) string {
-		if n := len(keys.EscapeAgency(s)); n > keys.MaxEscapedAgency {
+		if n := keys.EscapedAgencyLen(s); n > keys.MaxEscapedAgency {
 			return fmt.Sprintf("escaped for the report's object key it is %d bytes, over %d: no file or S3 key can hold it",
 				n, keys.MaxEscapedAgency)
 		}
@@ -177,13 +187,18 @@ func Parse(it Item) (Transaction, error) {
 		if perr != nil {
 			return "want an RFC 3339 time"
 		}
+		// An offset can push a year-0000 or year-9999 time out of the
+		// years RFC 3339 (and the keys) can write once in UTC.
+		if y := v.UTC().Year(); y < 0 || y > 9999 {
+			return "outside years 0000 to 9999 once converted to UTC"
+		}
 		t.RecordedAt = v.UTC().Truncate(time.Millisecond)
 		return ""
 	})
 	if err == nil && !ok {
-		v, perr := keys.ParseSortKeyTime(it.SK)
+		v, perr := keys.ParseSortKeyTime(sk)
 		if perr != nil {
-			err = reject(FieldSortKey, it.SK, "no recorded_at and the sort key encodes no time")
+			err = reject(FieldSortKey, sk, "no recorded_at and the sort key encodes no time")
 		}
 		t.RecordedAt = v
 	}
@@ -197,10 +212,17 @@ func Parse(it Item) (Transaction, error) {
 // characters (runes), and no rune for which bad is true.
 func textRule(min, max int, bad func(rune) bool) func(string) string {
 	return func(s string) string {
-		if !utf8.ValidString(s) {
+		// Printable ASCII (the usual id) is valid UTF-8, one character a
+		// byte, and neither a control nor unprintable: only the length
+		// is left to check.
+		ascii := printableASCII(s)
+		if !ascii && !utf8.ValidString(s) {
 			return "not valid UTF-8"
 		}
-		n := utf8.RuneCountInString(s)
+		n := len(s)
+		if !ascii {
+			n = utf8.RuneCountInString(s)
+		}
 		if n < min {
 			if n == 0 {
 				return "empty"
@@ -210,6 +232,9 @@ func textRule(min, max int, bad func(rune) bool) func(string) string {
 		if n > max {
 			return fmt.Sprintf("longer than %d characters", max)
 		}
+		if ascii {
+			return ""
+		}
 		for _, r := range s {
 			if bad(r) {
 				return fmt.Sprintf("contains character %U", r)
@@ -217,6 +242,16 @@ func textRule(min, max int, bad func(rune) bool) func(string) string {
 		}
 		return ""
 	}
+}
+
+// printableASCII reports whether every byte of s is in ' '..'~'.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // notPrintable reports whether r may not appear in an agency_id: anything
@@ -248,7 +283,7 @@ func (t Transaction) Item() Item {
 		AttrRecordedAt:    S(t.RecordedAt.UTC().Format(recordedAtLayout)),
 	}
 	if t.HasBPS {
-		attrs[AttrCommissionBPS] = N(fmt.Sprint(t.BPS))
+		attrs[AttrCommissionBPS] = N(strconv.FormatInt(int64(t.BPS), 10))
 	}
 	if t.CustomerID != "" {
 		attrs[AttrCustomerID] = S(t.CustomerID)
@@ -273,30 +308,29 @@ func (t Transaction) kind() Kind {
 // is the same transaction. Two items with one transaction id and different
 // fingerprints are a conflict.
 func (t Transaction) Fingerprint() [32]byte {
-	h := sha256.New()
-	var buf [8]byte
-	str := func(s string) {
-		binary.BigEndian.PutUint64(buf[:], uint64(len(s)))
-		h.Write(buf[:])
-		h.Write([]byte(s))
-	}
-	str("reportjob.transaction.v1")
-	str(t.ID)
-	str(t.AgencyID)
-	str(t.CustomerID)
-	str(t.ProductID)
-	str(string(t.kind()))
-	str(t.Currency.Code)
-	binary.BigEndian.PutUint64(buf[:], uint64(t.Amount))
-	h.Write(buf[:])
+	// One buffer, one Sum256: the bytes hashed are those of the stream of
+	// writes this used to make (so stored fingerprints do not change), and
+	// nothing is allocated for the usual sizes.
+	var arr [320]byte
+	b := appendLenString(arr[:0], "reportjob.transaction.v1")
+	b = appendLenString(b, t.ID)
+	b = appendLenString(b, t.AgencyID)
+	b = appendLenString(b, t.CustomerID)
+	b = appendLenString(b, t.ProductID)
+	b = appendLenString(b, string(t.kind()))
+	b = appendLenString(b, t.Currency.Code)
+	b = binary.BigEndian.AppendUint64(b, uint64(t.Amount))
 	if t.HasBPS {
-		binary.BigEndian.PutUint64(buf[:], uint64(int64(t.BPS)))
-		h.Write([]byte{1})
-		h.Write(buf[:])
+		b = append(b, 1)
+		b = binary.BigEndian.AppendUint64(b, uint64(int64(t.BPS)))
 	} else {
-		h.Write([]byte{0})
+		b = append(b, 0)
 	}
-	var sum [32]byte
-	h.Sum(sum[:0])
-	return sum
+	return sha256.Sum256(b)
+}
+
+// appendLenString appends s's length as 8 bytes big-endian, then s.
+func appendLenString(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
 }

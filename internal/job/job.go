@@ -17,6 +17,7 @@ import (
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/encode"
+	"github.com/reportjob/reportjob/internal/fence"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/scratch"
 	"github.com/reportjob/reportjob/internal/sink"
@@ -260,6 +261,9 @@ func (j *Job) start(ctx context.Context, opts RunOptions) (*runner, context.Cont
 			return nil, ctx, checkpoint.State{}, err
 		}
 		r.lease, r.kept = h, h.keep(ctx)
+		// Every write of the run, down to each HTTP request, checks the
+		// lease first (package fence).
+		ctx = fence.WithContext(ctx, h)
 	}
 	if err := r.open(); err != nil {
 		r.stop(ctx)

@@ -53,8 +53,8 @@ func (r *runner) deliver(ctx context.Context, p report.Period, from time.Time, b
 	}
 	log := r.j.Log.With(LogPeriod, p.Name())
 	var u checkpoint.Update
-	if pr.Restated() {
-		u.Restated = restatement(pr, readAt)
+	if u.Restated, err = r.restated(ctx, pr, readAt); err != nil {
+		return pr, err
 	}
 	if backfill {
 		if u.Restated != nil {
@@ -89,8 +89,8 @@ func (r *runner) recheck(ctx context.Context, p report.Period) (PeriodResult, er
 	} else {
 		u.DropRecheck = p.Start
 	}
-	if pr.Restated() {
-		u.Restated = restatement(pr, readAt)
+	if u.Restated, err = r.restated(ctx, pr, readAt); err != nil {
+		return pr, err
 	}
 	if err := r.j.State.Update(ctx, r.j.Name, r.leaseNow(), r.j.now(), u); err != nil {
 		return pr, fmt.Errorf("record recheck: %w", err)
@@ -102,8 +102,34 @@ func (r *runner) recheck(ctx context.Context, p report.Period) (PeriodResult, er
 func restatement(pr PeriodResult, at time.Time) *checkpoint.Restatement {
 	return &checkpoint.Restatement{
 		Start: pr.Period.Start, End: pr.Period.End, Revision: pr.Manifest.Revision, Reason: pr.Manifest.Reason,
-		At: at, ItemsBefore: pr.Previous.ItemsRead, ItemsAfter: pr.Manifest.ItemsRead,
+		At: at, ItemsBefore: pr.Manifest.PreviousItemsRead, ItemsAfter: pr.Manifest.ItemsRead,
 	}
+}
+
+// restated returns the restatement to record for pr: the one it
+// published, or, when it found the period unchanged at a revision > 1,
+// that revision's if the state lacks it (a run that crashed between the
+// manifest and the state write published it).
+func (r *runner) restated(ctx context.Context, pr PeriodResult, at time.Time) (*checkpoint.Restatement, error) {
+	switch {
+	case pr.Restated():
+		return restatement(pr, at), nil
+	case pr.Outcome != OutcomeUnchanged || pr.Manifest.Revision < 2:
+		return nil, nil
+	}
+	st, err := r.j.State.Load(ctx, r.j.Name)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint: %w", err)
+	}
+	for _, rs := range st.Restated {
+		if rs.Start.Equal(pr.Period.Start) && rs.Revision >= pr.Manifest.Revision {
+			return nil, nil
+		}
+	}
+	if len(st.Restated) == checkpoint.MaxRestated && pr.Manifest.GeneratedAt.Before(st.Restated[len(st.Restated)-1].At) {
+		return nil, nil // older than what the state keeps
+	}
+	return restatement(pr, at), nil
 }
 
 // publisher returns the run's publisher: writes go nowhere in a dry run.

@@ -170,8 +170,10 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
 		if err != nil {
 			return err
 		}
-		if res.Restated() {
-			u := checkpoint.Update{Restated: restatement(res, r.opts.Now)}
+		if rs, err := r.restated(ctx, res, r.opts.Now); err != nil {
+			return err
+		} else if rs != nil {
+			u := checkpoint.Update{Restated: rs}
 			if err := r.j.State.Update(ctx, r.j.Name, r.leaseNow(), r.j.now(), u); err != nil {
 				return fmt.Errorf("record restatement: %w", err)
 			}

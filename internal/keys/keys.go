@@ -214,5 +214,17 @@ func EscapeAgency(id string) string {
 	return b.String()
 }
 
+// EscapedAgencyLen returns len(EscapeAgency(id)) without building it.
+func EscapedAgencyLen(id string) int {
+	n := len(id)
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			n += 2
+		}
+	}
+	return n
+}
+
 // UnescapeAgency reverses EscapeAgency.
 func UnescapeAgency(s string) (string, error) { return url.PathUnescape(s) }

@@ -60,6 +60,9 @@ const maxExpDigits = 4
 // parse; the caller decides whether they are allowed. Errors are
 // *AmountError.
 func ParseAmount(text string, c Currency) (int64, error) {
+	if v, ok := parsePlainAmount(text, c); ok {
+		return v, nil
+	}
 	neg, digits, k, err := scanMinor(text, c)
 	if err != nil || digits == "" {
 		return 0, err
@@ -76,6 +79,45 @@ func ParseAmount(text string, c Currency) (int64, error) {
 		return int64(-u), nil // -(2^63) wraps to MinInt64, as intended
 	}
 	return int64(u), nil
+}
+
+// parsePlainAmount parses the usual form of an amount without allocating:
+// 1 to 14 digits, then optionally a point and 1 to c.Digits digits
+// ("19.99", "1500", "0.5"). Anything else (a sign, an exponent, more
+// digits) is left to the general parser (ok false). For the texts it
+// takes, the value is the general parser's: below 10^18, never an error.
+func parsePlainAmount(text string, c Currency) (v int64, ok bool) {
+	intPart, frac := text, ""
+	for i := 0; i < len(text); i++ {
+		if text[i] == '.' {
+			intPart, frac = text[:i], text[i+1:]
+			if frac == "" {
+				return 0, false
+			}
+			break
+		}
+	}
+	if len(intPart) == 0 || len(intPart) > 14 || len(frac) > c.Digits || c.Digits > 4 {
+		return 0, false
+	}
+	for i := 0; i < len(intPart); i++ {
+		d := intPart[i] - '0'
+		if d > 9 {
+			return 0, false
+		}
+		v = v*10 + int64(d)
+	}
+	for i := 0; i < c.Digits; i++ {
+		v *= 10
+		if i < len(frac) {
+			d := frac[i] - '0'
+			if d > 9 {
+				return 0, false
+			}
+			v += int64(d)
+		}
+	}
+	return v, true
 }
 
 // scanMinor reads text with ParseAmount's grammar as a number of minor

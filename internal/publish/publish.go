@@ -373,7 +373,8 @@ func (s *Session) Abort() {
 }
 
 // Commit writes m as the period's manifest and cleans up. m.Files must be
-// what Wait returned; Commit sets m.PreviousSHA256 and m.ReplacedFiles.
+// what Wait returned; Commit sets m.PreviousSHA256, m.PreviousItemsRead and
+// m.ReplacedFiles.
 func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 	if _, err := s.Wait(); err != nil {
 		return err
@@ -382,6 +383,7 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 	var prevKeys []string
 	if prev := s.cur.Manifest; prev != nil {
 		m.PreviousSHA256 = report.SHA256Hex(s.cur.Raw)
+		m.PreviousItemsRead = prev.ItemsRead
 		keep := keySet(m.Files)
 		m.ReplacedFiles = nil
 		for _, f := range prev.Files {

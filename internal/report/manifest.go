@@ -36,11 +36,13 @@ type Manifest struct {
 	Revision int `json:"revision"`
 	// Reason says why this revision was published (Reason* constants).
 	Reason string `json:"reason"`
-	// PreviousSHA256 is the SHA-256 of the manifest this one replaced.
-	PreviousSHA256 string    `json:"previous_sha256,omitempty"`
-	GeneratedAt    time.Time `json:"generated_at"`
-	ToolVersion    string    `json:"tool_version"`
-	Sink           string    `json:"sink,omitempty"`
+	// PreviousSHA256 is the SHA-256 of the manifest this one replaced,
+	// and PreviousItemsRead its items_read.
+	PreviousSHA256    string    `json:"previous_sha256,omitempty"`
+	PreviousItemsRead int64     `json:"previous_items_read,omitempty"`
+	GeneratedAt       time.Time `json:"generated_at"`
+	ToolVersion       string    `json:"tool_version"`
+	Sink              string    `json:"sink,omitempty"`
 	// Partitions are the partition keys read, in reading order.
 	Partitions []string `json:"partitions"`
 	// ItemsRead is the number of items the Queries returned.

@@ -12,11 +12,14 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/reportjob/reportjob/internal/fence"
 )
 
 // ClientConfig says how to reach S3. The zero value is the SDK's default
@@ -36,6 +39,12 @@ type ClientConfig struct {
 	// AccessKeyID and SecretAccessKey are static credentials, for tests
 	// only; when empty the SDK's default credential chain is used.
 	AccessKeyID, SecretAccessKey string
+	// RequestTimeout bounds one HTTP request: 0 = 5 minutes. Fault tests
+	// shorten it.
+	RequestTimeout time.Duration
+	// MaxBackoff is the SDK retryer's longest wait between attempts: 0 =
+	// the SDK's (20 s). Fault tests shorten it.
+	MaxBackoff time.Duration
 }
 
 // requestTimeout bounds one HTTP request to S3.
@@ -45,8 +54,17 @@ const requestTimeout = 5 * time.Minute
 func NewClient(ctx context.Context, c ClientConfig) (*s3.Client, error) {
 	// A request that hangs would keep a run alive, and renewing its lease,
 	// forever: bound each one (a part is at most a few MiB).
+	timeout := requestTimeout
+	if c.RequestTimeout > 0 {
+		timeout = c.RequestTimeout
+	}
 	opts := []func(*config.LoadOptions) error{
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(requestTimeout)),
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(timeout)),
+	}
+	if c.MaxBackoff > 0 {
+		opts = append(opts, config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) { o.MaxBackoff = c.MaxBackoff })
+		}))
 	}
 	if c.Region != "" {
 		opts = append(opts, config.WithRegion(c.Region))
@@ -70,6 +88,9 @@ func NewClient(ctx context.Context, c ClientConfig) (*s3.Client, error) {
 		return nil, fmt.Errorf("s3 client: load AWS config: %w", err)
 	}
 	return s3.NewFromConfig(cfg, func(o *s3.Options) {
+		// Writes are refused before they are sent when the context's lease
+		// fence fails (package fence).
+		o.HTTPClient = fence.Client{Inner: o.HTTPClient, IsWrite: fence.S3Write}
 		if c.Endpoint != "" {
 			o.BaseEndpoint = aws.String(c.Endpoint)
 		}

@@ -31,22 +31,35 @@ type Dir struct {
 
 // New creates the scratch folder of a run of job under parent ("" =
 // os.TempDir()) and locks it.
+//
+// The folder is made and locked under a hidden name that Sweep does not
+// look at, then renamed into place: a concurrent Sweep (another run of the
+// job on this host) never sees a live run's folder before its lock is
+// held. (A process that dies between the two leaves an empty hidden
+// folder behind.)
 func New(parent, job, runID string) (*Dir, error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
 	path := filepath.Join(parent, prefix(job)+runID)
-	if err := os.MkdirAll(path, 0o700); err != nil {
+	tmp, err := os.MkdirTemp(parent, "."+prefix(job)+runID+"-")
+	if err != nil {
 		return nil, fmt.Errorf("scratch folder: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(path, lockName), os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(filepath.Join(tmp, lockName), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		os.RemoveAll(path)
+		os.RemoveAll(tmp)
 		return nil, fmt.Errorf("scratch folder: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("scratch folder %s: lock: %w", path, err)
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("scratch folder %s: lock: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		f.Close()
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("scratch folder: %w", err)
 	}
 	return &Dir{Path: path, lock: f}, nil
 }

@@ -25,6 +25,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/reportjob/reportjob/internal/fence"
 	"github.com/reportjob/reportjob/internal/sink/driver"
 )
 
@@ -122,6 +123,9 @@ func (b *Bucket) put(ctx context.Context, key string, body io.ReadSeeker, size i
 	}
 	if size < 0 {
 		return Attrs{}, fmt.Errorf("negative size %d", size)
+	}
+	if err := fence.Check(ctx); err != nil {
+		return Attrs{}, err
 	}
 	if (opts.IfNoneMatch || opts.IfMatch != "") && size > driver.MaxConditionalSize {
 		return Attrs{}, fmt.Errorf("%w: a conditional put is at most %d bytes, this one is %d", ErrTooLarge, driver.MaxConditionalSize, size)
@@ -259,6 +263,9 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("delete %s: %w", b.name(key), err)
 	}
 	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete %s: %w", b.URL(key), err)
+	}
+	if err := fence.Check(ctx); err != nil {
 		return fmt.Errorf("delete %s: %w", b.URL(key), err)
 	}
 	if err := b.d.Delete(ctx, key); err != nil {

@@ -1,7 +1,8 @@
 // Package testenv finds the real servers and tools that scripts/test.sh
 // starts for integration tests. Without them a test is skipped, except
-// under CI (CI set), where a missing server fails the test: in CI a
-// skipped integration test is a failure, not a pass.
+// under scripts/test.sh (which sets RJTEST_REQUIRE_SERVERS) or CI (CI set),
+// where a missing server fails the test: a skipped integration test is a
+// failure, not a pass.
 package testenv
 
 import (
@@ -28,18 +29,20 @@ const (
 	// EnvISO4217 is data.js of npm currency-codes: ISO 4217 list one, an
 	// independent copy of the currencies' minor units.
 	EnvISO4217 = "RJTEST_ISO4217_DATA"
+	// EnvRequire, set by scripts/test.sh, makes a missing server a failure.
+	EnvRequire = "RJTEST_REQUIRE_SERVERS"
 )
 
 // Require returns the value of the environment variable name, or skips
-// the test (fails it under CI) when it is unset.
+// the test when it is unset; under scripts/test.sh or CI it fails it.
 func Require(t testing.TB, name, what string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v != "" {
 		return v
 	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s is not set: %s is required under CI (run the tests with scripts/test.sh)", name, what)
+	if os.Getenv(EnvRequire) != "" || os.Getenv("CI") != "" {
+		t.Fatalf("%s is not set: %s is required here (scripts/test.sh starts it)", name, what)
 	}
 	t.Skipf("%s is not set: no %s (scripts/test.sh starts it)", name, what)
 	return ""

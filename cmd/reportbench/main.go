@@ -1,0 +1,240 @@
+// Command reportbench measures reportjob against the targets of issue 10:
+// memory and throughput of `run` on the embedded store (the real binary,
+// its anonymous RSS sampled from /proc), the raw read of the same items,
+// ingest speed, the cost of the incremental read as the table grows
+// compared with a Scan + FilterExpression baseline on DynamoDB Local, and
+// the DynamoDB path at report.concurrency 1 and 8.
+//
+// It prints markdown tables and writes every figure as JSON. Run it with
+// scripts/bench.sh, which builds the binary and starts DynamoDB Local:
+//
+//	scripts/bench.sh            small sizes, a few minutes
+//	scripts/bench.sh --full     issue 10's sizes (5M transactions, 1M-item tables)
+//
+// The DynamoDB scenarios are skipped when RJTEST_DYNAMODB_ENDPOINT is
+// unset. Results depend on the machine and its load: the JSON records
+// both (PERFORMANCE.md).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sizes are the scenario sizes of one mode.
+type sizes struct {
+	Run         []int `json:"run"`
+	Ingest      []int `json:"ingest"`
+	GrowthOld   []int `json:"growth_old"`
+	GrowthNew   int   `json:"growth_new"`
+	Concurrency int   `json:"concurrency"`
+	DDBIngest   int   `json:"ddb_ingest"`
+}
+
+var (
+	smallSizes = sizes{Run: []int{100_000, 300_000}, Ingest: []int{100_000, 300_000},
+		GrowthOld: []int{10_000, 100_000}, GrowthNew: 10_000, Concurrency: 20_000, DDBIngest: 20_000}
+	fullSizes = sizes{Run: []int{100_000, 1_000_000, 5_000_000}, Ingest: []int{100_000, 1_000_000, 3_000_000},
+		GrowthOld: []int{10_000, 100_000, 1_000_000}, GrowthNew: 10_000, Concurrency: 200_000, DDBIngest: 100_000}
+)
+
+var scenarios = []string{"run", "ingest", "ddbingest", "growth", "concurrency"}
+
+// results is the JSON document.
+type results struct {
+	Machine     machine        `json:"machine"`
+	Mode        string         `json:"mode"`
+	Sizes       sizes          `json:"sizes"`
+	Started     time.Time      `json:"started"`
+	Sections    []section      `json:"sections"`
+	Run         []runRow       `json:"run,omitempty"`
+	RawRead     []rawRow       `json:"raw_read,omitempty"`
+	Ingest      []ingestRow    `json:"ingest,omitempty"`
+	DDBIngest   []ddbIngestRow `json:"dynamodb_ingest,omitempty"`
+	Growth      []growthRow    `json:"growth,omitempty"`
+	Concurrency []concRow      `json:"concurrency,omitempty"`
+	Skipped     []string       `json:"skipped,omitempty"`
+}
+
+// section is one scenario's wall time and the machine's load around it.
+type section struct {
+	Name      string  `json:"name"`
+	Seconds   float64 `json:"seconds"`
+	LoadStart string  `json:"loadavg_start"`
+	LoadEnd   string  `json:"loadavg_end"`
+}
+
+type bench struct {
+	bin  string
+	ddb  string
+	work string
+	keep bool
+	log  io.Writer
+	res  results
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "reportbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("reportbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	bin := fs.String("bin", "", "the reportjob binary to measure (required)")
+	full := fs.Bool("full", false, "issue 10's sizes: 5M transactions, 1M-item tables (about an hour)")
+	only := fs.String("only", strings.Join(scenarios, ","), "scenarios to run: "+strings.Join(scenarios, ","))
+	out := fs.String("json", "bench-results.json", "write the results here")
+	work := fs.String("work", "", "scratch folder (default: a new temp folder, removed at the end)")
+	keep := fs.Bool("keep", false, "keep the stores and reports")
+	ddb := fs.String("dynamodb", os.Getenv(ddbEnv), "DynamoDB Local endpoint (default $"+ddbEnv+")")
+	runSizes := fs.String("sizes", "", "override the sizes of every scenario with a comma-separated list (smoke runs)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *bin == "" {
+		return fmt.Errorf("-bin is required")
+	}
+	b := &bench{bin: *bin, ddb: *ddb, keep: *keep, log: stderr}
+	sz, mode := smallSizes, "small"
+	if *full {
+		sz, mode = fullSizes, "full"
+	}
+	if *runSizes != "" {
+		var list []int
+		for f := range strings.SplitSeq(*runSizes, ",") {
+			v, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || v <= 0 {
+				return fmt.Errorf("-sizes %q: want positive integers", *runSizes)
+			}
+			list = append(list, v)
+		}
+		sz = sizes{Run: list, Ingest: list, GrowthOld: list, GrowthNew: list[0], Concurrency: list[0], DDBIngest: list[0]}
+		mode = "custom"
+	}
+	b.work = *work
+	if b.work != "" {
+		if err := os.MkdirAll(b.work, 0o755); err != nil {
+			return err
+		}
+	} else {
+		d, err := os.MkdirTemp("", "reportbench-")
+		if err != nil {
+			return err
+		}
+		b.work = d
+		if !b.keep {
+			defer os.RemoveAll(d)
+		}
+	}
+	b.res = results{Machine: describeMachine(), Mode: mode, Sizes: sz, Started: time.Now().UTC()}
+	want := strings.Split(*only, ",")
+	for _, s := range want {
+		if !slices.Contains(scenarios, s) {
+			return fmt.Errorf("-only: unknown scenario %q (have %s)", s, strings.Join(scenarios, ","))
+		}
+	}
+	steps := []struct {
+		name string
+		ddb  bool
+		fn   func() error
+	}{
+		{"run", false, func() error { return b.runEmbedded(ctx, sz.Run) }},
+		{"ingest", false, func() error { return b.ingestJSONL(ctx, sz.Ingest) }},
+		{"ddbingest", true, func() error { return b.ddbIngest(ctx, sz.DDBIngest, []int{1, 4, 16}) }},
+		{"growth", true, func() error { return b.growth(ctx, sz.GrowthOld, sz.GrowthNew) }},
+		{"concurrency", true, func() error { return b.concurrency(ctx, sz.Concurrency) }},
+	}
+	for _, st := range steps {
+		if !slices.Contains(want, st.name) {
+			continue
+		}
+		if st.ddb && b.ddb == "" {
+			b.res.Skipped = append(b.res.Skipped, st.name+": no DynamoDB Local ("+ddbEnv+" unset)")
+			continue
+		}
+		sec := section{Name: st.name, LoadStart: loadavg()}
+		start := time.Now()
+		err := st.fn()
+		sec.Seconds, sec.LoadEnd = time.Since(start).Seconds(), loadavg()
+		b.res.Sections = append(b.res.Sections, sec)
+		if err != nil {
+			return fmt.Errorf("%s: %w", st.name, err)
+		}
+	}
+	writeMarkdown(stdout, &b.res)
+	data, err := json.MarshalIndent(&b.res, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(*out, append(data, '\n'), 0o644)
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.log, "%s reportbench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// workdir makes a fresh folder in the scratch folder.
+func (b *bench) workdir(name string) (string, error) {
+	return os.MkdirTemp(b.work, name+"-")
+}
+
+// machine describes where the figures were taken.
+type machine struct {
+	CPUs     int    `json:"cpus"`
+	CPUModel string `json:"cpu_model"`
+	MemoryMB int64  `json:"memory_mb"`
+	Kernel   string `json:"kernel"`
+	Go       string `json:"go"`
+	Binary   string `json:"binary,omitempty"`
+}
+
+func describeMachine() machine {
+	m := machine{CPUs: runtime.NumCPU(), Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if strings.HasPrefix(line, "MemTotal:") {
+				m.MemoryMB = kb(line) >> 10
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+// loadavg returns the 1, 5 and 15 minute load averages.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// writeMarkdown prints the results as the tables of PERFORMANCE.md.
+func writeMarkdown(w io.Writer, r *results) {
+	m := r.Machine
+	fmt.Fprintf(w, "Machine: %d CPUs (%s), %d MB, Linux %s, %s. Mode: %s. Started %s.\n\n",
+		m.CPUs, m.CPUModel, m.MemoryMB, m.Kernel, m.Go, r.Mode, r.Started.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintln(w, "| scenario | seconds | load average at start | at end |")
+	fmt.Fprintln(w, "|---|---:|---|---|")
+	for _, s := range r.Sections {
+		fmt.Fprintf(w, "| %s | %.0f | %s | %s |\n", s.Name, s.Seconds, s.LoadStart, s.LoadEnd)
+	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "\nSkipped: %s\n", s)
+	}
+
+	if len(r.Run) > 0 {
+		fmt.Fprintln(w, "\n### `run`, embedded store, one hourly period, 500 agencies (the binary; RSS sampled every 10 ms)")
+		fmt.Fprintln(w, "")
+		fmt.Fprintln(w, "| transactions | line items | dedupe window | wall s | tx/s | raw read items/s | ratio | peak RssAnon MB | peak RssFile MB | maxrss MB | CPU s | objects |")
+		fmt.Fprintln(w, "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, x := range r.Run {
+			p := x.Proc
+			window := "35d"
+			if x.NoWindow {
+				window = "0 (no index)"
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %.1f | %s | %s | %.0f %% | %.0f | %.0f | %.0f | %.1f | %d |\n",
+				count(x.Size), yesNo(x.LineItems), window, p.WallMS/1000, count(int(x.TxPerSec)), count(int(x.RawReadPerSec)),
+				100*x.Ratio, mb(p.PeakAnonKB), mb(p.PeakFileKB), mb(p.MaxRSSKB), (p.UserMS+p.SysMS)/1000, x.Objects)
+		}
+		fmt.Fprintln(w, "\nRaw read of the same items from the store (one goroutine, best of 3):")
+		fmt.Fprintln(w, "")
+		fmt.Fprintln(w, "| transactions | Query + decode items/s | + item.Parse items/s |")
+		fmt.Fprintln(w, "|---:|---:|---:|")
+		for _, x := range r.RawRead {
+			fmt.Fprintf(w, "| %s | %s | %s |\n", count(x.Size), count(int(x.ReadPerSec)), count(int(x.ParsePerSec)))
+		}
+	}
+
+	if len(r.Ingest) > 0 {
+		fmt.Fprintln(w, "\n### `ingest` into the embedded store (the binary)")
+		fmt.Fprintln(w, "")
+		fmt.Fprintln(w, "| source | records | wall s | records/s | peak RssAnon MB | CPU s |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|")
+		for _, x := range r.Ingest {
+			src := "--generate"
+			if x.Source == "jsonl" {
+				src = fmt.Sprintf("--file (JSON Lines, %d MB)", x.FileBytes>>20)
+			}
+			fmt.Fprintf(w, "| %s | %s | %.1f | %s | %.0f | %.1f |\n", src, count(x.Size), x.Proc.WallMS/1000,
+				count(int(x.PerSec)), mb(x.Proc.PeakAnonKB), (x.Proc.UserMS+x.Proc.SysMS)/1000)
+		}
+	}
+
+	if len(r.DDBIngest) > 0 {
+		fmt.Fprintln(w, "\n### Ingest into DynamoDB Local (PutItems: BatchWriteItem of 25, concurrent writers)")
+		fmt.Fprintln(w, "")
+		fmt.Fprintln(w, "| records | writers | records/s | BatchWriteItem requests | WCU |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|")
+		for _, x := range r.DDBIngest {
+			fmt.Fprintf(w, "| %s | %d | %s | %d | %.0f |\n", count(x.Size), x.Writers, count(int(x.PerSec)), x.Requests, x.WCU)
+		}
+	}
+
+	if len(r.Growth) > 0 {
+		fmt.Fprintln(w, "\n### Cost growth on DynamoDB Local: new transactions in one hour, older ones over 30 days")
+		fmt.Fprintln(w, "")
+		fmt.Fprintln(w, "| older items | new | run s (fastest of 3) | items read | read amp. | Query req. | Query RCU | Scan s | Scan req. | scanned | Scan RCU | Scan/run time |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, x := range r.Growth {
+			runs := make([]string, len(x.RunsMS))
+			for i, v := range x.RunsMS {
+				runs[i] = fmt.Sprintf("%.2f", v/1000)
+			}
+			fmt.Fprintf(w, "| %s | %s | %.2f (%s) | %s | %.2f | %d | %.0f | %.2f | %d | %s | %.0f | %.1fx |\n",
+				count(x.Old), count(x.New), x.RunMS/1000, strings.Join(runs, ", "), count(int(x.ItemsRead)), x.ReadAmp,
+				x.QueryRequests, x.QueryRCU, x.ScanMS/1000, x.ScanRequests, count(int(x.ScanScanned)), x.ScanRCU, x.ScanMS/x.RunMS)
+		}
+		first, last := r.Growth[0], r.Growth[len(r.Growth)-1]
+		fmt.Fprintf(w, "\nIncremental run time at %s older items / at %s: %.2fx. Scan time: %.2fx.\n",
+			count(last.Old), count(first.Old), last.RunMS/first.RunMS, last.ScanMS/first.ScanMS)
+		per := 1e6 / float64(last.New)
+		fmt.Fprintf(w, "\nExtra reads per million transactions (from the %s-item run): recheck %s items in %s Query requests (one re-read per recheck delay); dedupe index %s BatchGetItem requests (%.0f RCU) and %s BatchWriteItem requests (%.0f WCU, claims and the period's id list).\n",
+			count(last.Old), count(int(float64(last.RecheckItems)*per)), count(int(float64(last.RecheckQueries)*per)),
+			count(int(float64(last.IndexReads.Requests)*per)), last.IndexReads.Capacity*per,
+			count(int(float64(last.IndexWrites.Requests)*per)), last.IndexWrites.Capacity*per)
+	}
+
+	if len(r.Concurrency) > 0 {
+		fmt.Fprintln(w, "\n### DynamoDB path: 8 shards x 4 quarters on DynamoDB Local")
+		fmt.Fprintln(w, "")
+		fmt.Fprintln(w, "| items | partitions (empty) | report.concurrency | read s | read items/s | client CPU s during read | Query req. | run s (line items) | index BatchGetItem / BatchWriteItem req. |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, x := range r.Concurrency {
+			fmt.Fprintf(w, "| %s | %d (%d) | %d | %.2f | %s | %.2f | %d | %.2f | %d / %d |\n", count(x.Items), x.Partitions, x.EmptyParts,
+				x.Concurrency, x.ReadMS/1000, count(int(float64(x.Items)/(x.ReadMS/1000))), x.ReadCPUMS/1000, x.Queries, x.RunMS/1000,
+				x.IndexReads.Requests, x.IndexWrites.Requests)
+		}
+		if len(r.Concurrency) == 2 {
+			a, b := r.Concurrency[0], r.Concurrency[1]
+			fmt.Fprintf(w, "\nSpeedup of concurrency %d over %d: read %.2fx, whole run %.2fx.\n",
+				b.Concurrency, a.Concurrency, a.ReadMS/b.ReadMS, a.RunMS/b.RunMS)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+func mb(kb int64) float64 { return float64(kb) / 1024 }
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// count writes n with thousands separators: 1,000,000.
+func count(n int) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

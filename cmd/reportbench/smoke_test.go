@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSmoke runs every scenario of the harness at a tiny size, so that it
+// cannot rot: the binary is built, stores are filled, runs bill every
+// transaction, memory is sampled, the tables and the JSON are written. The
+// DynamoDB scenarios run when DynamoDB Local is up (scripts/test.sh).
+// Timings are not checked: they mean nothing at this size.
+func TestSmoke(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "reportjob")
+	build := exec.Command("go", "build", "-o", bin, "github.com/reportjob/reportjob/cmd/reportjob")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	only := "run,ingest"
+	if os.Getenv(ddbEnv) != "" {
+		only += ",ddbingest,growth,concurrency"
+	}
+	out := filepath.Join(dir, "results.json")
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"-bin", bin, "-sizes", "300", "-only", only, "-json", out, "-work", filepath.Join(dir, "work")},
+		&stdout, &stderr)
+	if err != nil {
+		t.Fatalf("reportbench: %v\nstderr:\n%s", err, stderr.String())
+	}
+	var res results
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Run) != 2 || len(res.RawRead) != 1 || len(res.Ingest) != 2 {
+		t.Fatalf("results: %d runs, %d raw reads, %d ingests; want 2, 1, 2", len(res.Run), len(res.RawRead), len(res.Ingest))
+	}
+	for _, r := range res.Run {
+		if r.Tx != 300 || r.Proc.PeakAnonKB <= 0 || r.Proc.MaxRSSKB <= 0 || r.Ratio <= 0 || r.Proc.Samples == 0 {
+			t.Errorf("run row %+v: want 300 transactions and memory samples", r)
+		}
+	}
+	for _, in := range res.Ingest {
+		if in.PerSec <= 0 || in.Proc.PeakAnonKB <= 0 {
+			t.Errorf("ingest row %+v", in)
+		}
+	}
+	if os.Getenv(ddbEnv) != "" {
+		if len(res.Growth) != 1 || res.Growth[0].ItemsRead != 300 || res.Growth[0].ScanScanned != 600 {
+			t.Errorf("growth rows %+v: want 300 items read, 600 scanned", res.Growth)
+		}
+		if len(res.Concurrency) != 2 || len(res.DDBIngest) != 3 {
+			t.Errorf("%d concurrency rows, %d DynamoDB ingest rows; want 2 and 3", len(res.Concurrency), len(res.DDBIngest))
+		}
+	}
+	md := stdout.String()
+	for _, want := range []string{"### `run`", "| 300 | yes |", "| 300 | no |", "### `ingest`"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+}

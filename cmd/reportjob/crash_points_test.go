@@ -1,0 +1,140 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/crashpoint"
+)
+
+// Crash at every step: the real binary kills itself (SIGKILL) at a step
+// boundary of the crash scenario's run (RJTEST_CRASH_AT, package
+// crashpoint); ONE rerun must exit 0 and leave exactly what an uncrashed
+// run of the same scenario leaves.
+//
+//	go test ./cmd/reportjob -run 'TestCrashPoints' -v
+
+// crashCases are the crash points, each at its first hit and, where the
+// scenario reaches it more than once, at a later one: the fifth hit of the
+// per-period points is the restatement of 02:00 (see crashScenario);
+// after-upload:5 is the fifth object of 03:00; after-checkpoint:2 is the
+// commit of 04:00 and :5 the record of the recheck.
+var crashCases = []string{
+	"after-read:1", "after-read:5",
+	"after-claims:1", "after-claims:5",
+	"after-upload:1", "after-upload:5",
+	"mid-restatement:1", "mid-restatement:2",
+	"after-manifest:1", "after-manifest:5",
+	"after-cleanup:1", "after-cleanup:5",
+	"after-checkpoint:1", "after-checkpoint:2", "after-checkpoint:5",
+}
+
+// crashConcurrency bounds the cases in flight per stack: the AWS cases
+// spend most of their time waiting for the dead holder's lease to expire,
+// so they all wait at once.
+var crashConcurrency = map[string]int{"embedded": 2, "aws": 16}
+
+// crashCasesFor returns the cases of a stack: every one on the embedded
+// stack; on DynamoDB + S3, whose cases cost a table, a bucket and a lease
+// expiry each, the first hit of every point and the later hits the issue
+// names (after-upload:5, after-checkpoint:2) by default, every case in the
+// long mode (RJTEST_LONG=1).
+func crashCasesFor(backend string) []string {
+	if backend == "embedded" || procLong() {
+		return crashCases
+	}
+	var out []string
+	for _, c := range crashCases {
+		if strings.HasSuffix(c, ":1") || c == "after-upload:5" || c == "after-checkpoint:2" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func TestCrashPoints(t *testing.T) {
+	t.Parallel() // see procAWSEnv
+	bin := procBinary(t)
+	// Every point the package declares is exercised.
+	for _, p := range crashpoint.Points {
+		found := false
+		for _, c := range crashCases {
+			found = found || strings.HasPrefix(c, string(p)+":")
+		}
+		if !found {
+			t.Errorf("crash point %s has no case", p)
+		}
+	}
+	s := newCrashScenario()
+	defer s.cleanup()
+	// The stacks run side by side, and the cases of each concurrently
+	// (t.Run from goroutines, bounded here rather than by -parallel).
+	var stacks sync.WaitGroup
+	for _, backend := range []string{"embedded", "aws"} {
+		stacks.Add(1)
+		go func() {
+			defer stacks.Done()
+			t.Run(backend, func(t *testing.T) {
+				started := time.Now()
+				ref := s.reference(t, bin, backend)
+				cases := crashCasesFor(backend)
+				sem := make(chan struct{}, crashConcurrency[backend])
+				var wg sync.WaitGroup
+				var recovered atomic.Int64
+				for _, c := range cases {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						sem <- struct{}{}
+						defer func() { <-sem }()
+						t.Run(c, func(t *testing.T) {
+							crashAt(t, bin, s, backend, c, ref)
+							if !t.Failed() {
+								recovered.Add(1)
+							}
+						})
+					}()
+				}
+				wg.Wait()
+				line := fmt.Sprintf("crash points on %s: %d cases, %d recovered by ONE rerun to the reference's outcome, in %s",
+					backend, len(cases), recovered.Load(), time.Since(started).Round(time.Millisecond))
+				t.Log(line)
+				fmt.Println(line)
+			})
+		}()
+	}
+	stacks.Wait()
+}
+
+// crashAt crashes the scenario's run at point (name:N), reruns it once,
+// and compares the outcome with the reference.
+func crashAt(t *testing.T, bin string, s *crashScenario, backend, point string, ref crashReference) {
+	h := s.setup(t, bin, backend)
+	crash := procRun(t, bin, h, []string{crashpoint.EnvVar + "=" + point}, "run", "--now", csNow)
+	if !crash.killed || !strings.Contains(crash.stderr, "crashpoint "+point+" reached") {
+		t.Fatalf("the run did not crash at %s: %s", point, crash)
+	}
+	waited := procWaitLease(h)
+	rerun := procRun(t, bin, h, nil, "run", "--now", csNow)
+	procKeepLogs(t, map[string]procOut{"crash": crash, "rerun": rerun})
+	if rerun.code != exitOK {
+		t.Fatalf("the one rerun after a crash at %s: %s", point, rerun)
+	}
+	sum := lastJSON(t, rerun.stdout)
+	if st := sum["status"]; st != "ok" && st != "nothing_due" {
+		t.Fatalf("rerun summary: %v", sum)
+	}
+	// The fifth manifest and cleanup are the restatement's: the rerun must
+	// record the restatement the crashed run published (job.restated).
+	s.check(h, ref)
+	line := fmt.Sprintf("%s %s: crashed after %s, waited %s for the lease, rerun exit 0 in %s (%v periods, %v rechecks)",
+		backend, point, crash.took.Round(time.Millisecond), waited.Round(time.Millisecond), rerun.took.Round(time.Millisecond),
+		sum["periods_processed"], sum["rechecks"])
+	t.Log(line)
+}

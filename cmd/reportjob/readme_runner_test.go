@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The README test's own tests: the grammar errors it must report, and a
+// small walkthrough run through bash whose differences it must find.
+
+// recorder is a reporter that keeps what it was told.
+type recorder struct{ errs, logs []string }
+
+func (r *recorder) Helper() {}
+func (r *recorder) Errorf(format string, a ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, a...))
+}
+func (r *recorder) Logf(format string, a ...any) { r.logs = append(r.logs, fmt.Sprintf(format, a...)) }
+
+const fence = "```"
+
+func TestReadmeGrammar(t *testing.T) {
+	for _, c := range []struct {
+		name, doc, want string
+	}{
+		{"sh outside walkthroughs", "# A\n" + fence + "sh\necho\n" + fence + "\n", "outside every walkthrough"},
+		{"walkthrough ends with its section", "## A\n<!-- walkthrough: w -->\n## B\n" + fence + "sh\necho\n" + fence + "\n", "outside every walkthrough"},
+		{"unknown marker", "<!-- walkthru: w -->\n" + fence + "sh\necho\n" + fence + "\n", "unknown marker"},
+		{"marker without block", "## A\n<!-- walkthrough: w -->\n<!-- exit 1 -->\ntext\n", "not followed by a code block"},
+		{"bash block", "## A\n<!-- walkthrough: w -->\n" + fence + "bash\necho\n" + fence + "\n", "write commands as"},
+		{"bad background", "## A\n<!-- walkthrough: w -->\n<!-- background: 3s -->\n" + fence + "sh\necho\n" + fence + "\n", "background marker"},
+		{"exit with heredoc", "## A\n<!-- walkthrough: w -->\n<!-- exit 1 -->\n" + fence + "sh\ncat <<EOF\nx\nEOF\n" + fence + "\n", "here-document"},
+		{"head", "## A\n<!-- walkthrough: w -->\n" + fence + "sh\nseq 3 | head -1\n" + fence + "\n", "SIGPIPE"},
+		{"unclosed", "## A\n<!-- walkthrough: w -->\n" + fence + "sh\necho\n", "never closed"},
+	} {
+		d := parseReadme(c.doc)
+		if len(d.errs) == 0 || !strings.Contains(strings.Join(d.errs, "\n"), c.want) {
+			t.Errorf("%s: errors %q, want one with %q", c.name, d.errs, c.want)
+		}
+	}
+	ok := "## A\n<!-- walkthrough: w -->\n### sub\n" + fence + "sh\necho hi\n" + fence + "\n\n" + fence + "text\nhi\n" + fence + "\n" +
+		"<!-- skip: no -->\n" + fence + "sh\nfalse\n" + fence + "\n## B\n<!-- skip: elsewhere -->\n" + fence + "sh\nx\n" + fence + "\n"
+	d := parseReadme(ok)
+	if len(d.errs) > 0 {
+		t.Fatalf("errors: %q", d.errs)
+	}
+	w := d.walkthroughs()["w"]
+	if len(w) != 2 || w[0].expect != "hi\n" || w[1].skip != "no" || len(d.steps) != 3 || d.steps[2].walkthrough != "" {
+		t.Errorf("steps: %+v", d.steps)
+	}
+}
+
+func TestReadmeMatch(t *testing.T) {
+	for _, c := range []struct {
+		want, got string
+		ok        bool
+	}{
+		{"a\n...\nd", "a\nb\nc\nd", true},
+		{"a\n...\nd", "a\nd", true},
+		{"a\n...", "a", true},
+		{"a\n...\nd", "a\nb\nc", false},
+		{"a\nb", "a\nb\nc", false},
+		{`{"run_id":"5727fed64698","duration_ms":3}`, `{"run_id":"0123456789ab","duration_ms":12345}`, true},
+		{"lease:        free (released by vm/4502/dba836f424c6)", "lease:        free (released by host-1/77/0123456789ab)", true},
+		{"20260301T1000Z  ok (revision 2, 5 items)", "20260301T1000Z  ok (revision 1, 5 items)", false},
+	} {
+		if got := matchLines(normalizeOutput(c.want), normalizeOutput(c.got)); got != c.ok {
+			t.Errorf("match(%q, %q) = %v, want %v", c.want, c.got, got, c.ok)
+		}
+	}
+	if p, l := splitLastCommand("a \\\n  b\nc \\\n  d\n"); p != "a \\\n  b\n" || l != "c \\\n  d" {
+		t.Errorf("splitLastCommand: %q, %q", p, l)
+	}
+	if s := headingSlug("1. Build the binary, and `go`"); s != "1-build-the-binary-and-go" {
+		t.Errorf("slug %q", s)
+	}
+}
+
+// TestReadmeRunner runs a small walkthrough through bash: state carries
+// over between blocks, exit N and background blocks behave as the README
+// test's grammar says, and a wrong expected output, a failing block and a
+// wrong exit code are each reported.
+func TestReadmeRunner(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	run := func(doc string) *recorder {
+		t.Helper()
+		d := parseReadme(doc)
+		if len(d.errs) > 0 {
+			t.Fatalf("grammar: %q", d.errs)
+		}
+		tmp := t.TempDir()
+		w := &readmeWalk{name: "w", steps: d.walkthroughs()["w"], root: tmp, home: filepath.Join(tmp, "home"),
+			out: filepath.Join(tmp, "out"), env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(tmp, "home")}}
+		w.subst = []readmeSubst{{re: regexp.MustCompile(`/tmp/x\b`), readme: "/tmp/x", dir: filepath.Join(tmp, "x")}}
+		for _, p := range []string{w.home, w.out} {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.start(time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		r := &recorder{}
+		w.wait(r)
+		return r
+	}
+	sh := func(body string) string { return fence + "sh\n" + body + "\n" + fence + "\n" }
+	text := func(body string) string { return "\n" + fence + "text\n" + body + "\n" + fence + "\n" }
+	head := "## A\n<!-- walkthrough: w -->\n"
+
+	good := head + sh("X=1; mkdir -p /tmp/x && cd /tmp/x && pwd") + text("/tmp/x") +
+		sh(`echo "x=$X ~=$HOME"`) + text("x=1 ~=/home/you") +
+		"<!-- exit 3 -->\n" + sh("true\nsh -c 'echo no; exit 3'") + text("no") +
+		"<!-- background: stop with SIGINT after 1s -->\n" + sh(`trap 'echo '"'"'{"command":"bg"}'"'"'; exit 0' INT; while :; do sleep 0.1; done`) +
+		"<!-- run: echo a; echo b; echo c -->\n" + text("a\n...")
+	if r := run(good); len(r.errs) > 0 {
+		t.Errorf("a good walkthrough: %q", r.errs)
+	}
+	for _, c := range []struct{ name, doc, want string }{
+		{"wrong output", head + sh("echo 1") + text("2"), "the output differs"},
+		{"failing block", head + sh("false\necho after") + sh("echo never"), "a command failed"},
+		{"failing pipeline", head + sh("false | cat"), "a command failed"},
+		{"wrong exit", head + "<!-- exit 4 -->\n" + sh("sh -c 'exit 3'"), "exited 3, want 4"},
+		{"earlier command of an exit block", head + "<!-- exit 4 -->\n" + sh("false\nsh -c 'exit 4'"), "a command failed"},
+		{"background without summary", head + "<!-- background: stop with SIGINT after 1s -->\n" + sh("sleep 5"), "want 0"},
+	} {
+		r := run(c.doc)
+		if !strings.Contains(strings.Join(r.errs, "\n"), c.want) {
+			t.Errorf("%s: errors %q, want one with %q", c.name, r.errs, c.want)
+		}
+	}
+}
+
+// TestReadmeChecks: each table and link check finds a change to the real
+// README that makes it wrong.
+func TestReadmeChecks(t *testing.T) {
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	text, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, old, new string
+		check          func(*readmeDoc, string) []string
+		want           string
+	}{
+		{"flag", "`[--json] [--now T]`", "`[--json]`", checkReadmeCommands, "README's status flags"},
+		{"command", "| `version` |", "| `versions` |", checkReadmeCommands, `"versions" is not in`},
+		{"config default", "| `report.lateness` | `2m` | wait", "| `report.lateness` | `5m` | wait", checkReadmeConfig, "report.lateness defaults to 5m"},
+		{"config key", "| `report.concurrency` |", "| `report.parallelism` |", checkReadmeConfig, "report.concurrency is not in"},
+		{"anchor", "(#exit-codes)", "(#exit-code)", checkReadmeLinks, "#exit-code: no such heading"},
+		{"file", "(scripts/versions.sh)", "(scripts/version.sh)", checkReadmeLinks, "scripts/version.sh"},
+		{"sql", "were not run against them", "were checked", checkReadmeQueries, "this SQL is not run"},
+	} {
+		s := string(text)
+		if !strings.Contains(s, c.old) {
+			t.Errorf("%s: README.md has no %q", c.name, c.old)
+			continue
+		}
+		got := strings.Join(c.check(parseReadme(strings.Replace(s, c.old, c.new, 1)), root), "\n")
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s: problems %q, want one with %q", c.name, got, c.want)
+		}
+	}
+}

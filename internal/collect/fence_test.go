@@ -1,0 +1,98 @@
+package collect_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/item"
+)
+
+// fencedIndex is an Index whose claim writers count what they are given
+// after the lease is lost (lost is set at the lostAt-th Add).
+type fencedIndex struct {
+	collect.Index
+	lost      atomic.Bool
+	lostAt    int64
+	adds      atomic.Int64
+	afterLost atomic.Int64
+	commits   atomic.Int64
+}
+
+func (x *fencedIndex) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
+	cw, err := x.Index.NewClaimWriter(ctx, job, period, expires, now)
+	if err != nil {
+		return nil, err
+	}
+	return &fencedWriter{ClaimWriter: cw, x: x}, nil
+}
+
+type fencedWriter struct {
+	collect.ClaimWriter
+	x *fencedIndex
+}
+
+func (w *fencedWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
+	if w.x.lost.Load() {
+		w.x.afterLost.Add(1)
+	}
+	if w.x.adds.Add(1) == w.x.lostAt {
+		w.x.lost.Store(true)
+	}
+	return w.ClaimWriter.Add(id, fp, write)
+}
+
+func (w *fencedWriter) Release(id string) error {
+	if w.x.lost.Load() {
+		w.x.afterLost.Add(1)
+	}
+	return w.ClaimWriter.Release(id)
+}
+
+func (w *fencedWriter) Commit() error {
+	w.x.commits.Add(1)
+	return w.ClaimWriter.Commit()
+}
+
+// TestClaimsFencedPerClaim: a run whose lease is lost in the middle of a
+// period's claims (stopped past its lease, as the overlap suite's SIGSTOP
+// does) writes no further claim and commits none. Before the fix, the
+// fence was checked only before the claims started and before their
+// commit, and every claim in between was written.
+func TestClaimsFencedPerClaim(t *testing.T) {
+	s := openStore(t)
+	var items []item.Item
+	for i := range 300 {
+		items = append(items, tx(fmt.Sprintf("id-%03d", i), "a", 100, p10.Start.Add(time.Duration(i)*time.Second)))
+	}
+	put(t, s, items...)
+	ctx := context.Background()
+	c, err := collect.Read(ctx, collect.Config{Concurrency: 2, Dir: t.TempDir()}, s, p10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	x := &fencedIndex{Index: s, lostAt: 150}
+	fence := func() error {
+		if x.lost.Load() {
+			return checkpoint.ErrLeaseLost
+		}
+		return nil
+	}
+	_, err = c.Dedupe(ctx, collect.DedupeOptions{Job: "job", Index: x, Window: week, Write: true, Fence: fence, Now: p10.End},
+		func(*item.Transaction) error { return nil })
+	if !errors.Is(err, checkpoint.ErrLeaseLost) {
+		t.Fatalf("Dedupe: %v, want ErrLeaseLost", err)
+	}
+	if n := x.afterLost.Load(); n != 0 {
+		t.Errorf("%d claims written after the lease was lost", n)
+	}
+	if n := x.commits.Load(); n != 0 {
+		t.Errorf("claims committed after the lease was lost")
+	}
+}

@@ -1,0 +1,204 @@
+package collect
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+)
+
+// recordIterator is the id-sorted records (*extsort.Iterator).
+type recordIterator interface {
+	Next() bool
+	Key() []byte
+	Value() []byte
+	Err() error
+}
+
+// batch is up to MaxLookup consecutive groups of records, decoded, with
+// the claims of their candidates once ready is closed.
+type batch struct {
+	entries []entry
+	ids     []string // the candidates' ids, for the lookup
+	ready   chan struct{}
+	claims  map[string]Claim
+	err     error
+}
+
+// entry is one transaction id of the period: a candidate and the number
+// of identical copies dropped, or the encoded copies of a conflict.
+type entry struct {
+	cand     candidate
+	dups     int
+	conflict [][]byte
+}
+
+// grouper walks the id-sorted records in a goroutine of its own, groups
+// the copies of each transaction id, decodes them, and sends them in
+// batches on out, in order. Each batch's claims are looked up in the
+// background, at most `lookups` batches at once (and as many wait in out),
+// so that the index's latency (a BatchGetItem round trip on DynamoDB) and
+// the decoding overlap the caller's work. Memory is bounded: a few batches
+// of MaxLookup transactions.
+type grouper struct {
+	ctx   context.Context
+	it    recordIterator
+	index Index // nil: no lookups
+	job   string
+	sem   chan struct{}
+	out   chan *batch
+	// free takes the batches the caller is done with, for reuse.
+	free chan *batch
+	// err is what stopped the walk; read it after out is closed.
+	err      error
+	done     chan struct{}
+	inflight sync.WaitGroup
+
+	// The group of records of the current transaction id.
+	group   [][]byte // values (encoded transactions), in arena
+	groupID []byte
+	groupFP [FPLen]byte
+	mixed   bool // the group holds different contents
+	arena   []byte
+	cur     *batch
+}
+
+func startGrouper(ctx context.Context, it recordIterator, index Index, job string, lookups int) *grouper {
+	g := &grouper{ctx: ctx, it: it, index: index, job: job, sem: make(chan struct{}, lookups),
+		out: make(chan *batch, lookups), free: make(chan *batch, 2*lookups+2), done: make(chan struct{})}
+	go g.walk()
+	return g
+}
+
+// wait returns once the walk and every lookup have ended (cancel the
+// grouper's context first to stop them early).
+func (g *grouper) wait() {
+	<-g.done
+	g.inflight.Wait()
+}
+
+func (g *grouper) walk() {
+	defer close(g.done)
+	defer close(g.out)
+	g.err = g.walkRecords()
+}
+
+func (g *grouper) walkRecords() error {
+	for g.it.Next() {
+		id, fp, ok := keyID(g.it.Key())
+		if !ok {
+			return fmt.Errorf("sort by transaction id: malformed key %q", g.it.Key())
+		}
+		if g.groupID != nil && !bytes.Equal(id, g.groupID) {
+			if err := g.endGroup(); err != nil {
+				return err
+			}
+		}
+		if g.groupID == nil {
+			g.groupID = append(g.groupID[:0], id...)
+			g.groupFP = fp
+		} else if fp != g.groupFP {
+			g.mixed = true
+		}
+		// Values are kept for the group only: usually one record.
+		start := len(g.arena)
+		g.arena = append(g.arena, g.it.Value()...)
+		g.group = append(g.group, g.arena[start:len(g.arena):len(g.arena)])
+	}
+	if err := g.it.Err(); err != nil {
+		return fmt.Errorf("sort by transaction id: %w", err)
+	}
+	if g.groupID != nil {
+		if err := g.endGroup(); err != nil {
+			return err
+		}
+	}
+	return g.dispatch()
+}
+
+// endGroup adds the current group to the batch: one candidate and its
+// identical duplicates, or a conflict (every copy rejected).
+func (g *grouper) endGroup() error {
+	if g.cur == nil {
+		select {
+		case g.cur = <-g.free:
+		default:
+			g.cur = &batch{entries: make([]entry, 0, MaxLookup), ids: make([]string, 0, MaxLookup)}
+		}
+	}
+	if g.mixed {
+		// The copies go to the decider: the group's memory with them.
+		g.cur.entries = append(g.cur.entries, entry{conflict: g.group})
+		g.group, g.arena = nil, nil
+	} else {
+		e := entry{dups: len(g.group) - 1}
+		if err := e.cand.tx.DecodeBinary(g.group[0]); err != nil {
+			return fmt.Errorf("sort by transaction id: %w", err)
+		}
+		e.cand.fp = g.groupFP
+		g.cur.entries = append(g.cur.entries, e)
+		g.cur.ids = append(g.cur.ids, e.cand.tx.ID)
+		clear(g.group)
+		g.group = g.group[:0]
+		if cap(g.arena) > 1<<20 {
+			g.arena = nil // a huge group: do not keep its memory
+		}
+		g.arena = g.arena[:0]
+	}
+	g.groupID, g.mixed = nil, false
+	if len(g.cur.entries) == MaxLookup {
+		return g.dispatch()
+	}
+	return nil
+}
+
+// recycle hands b back for reuse once the caller is done with it.
+func (g *grouper) recycle(b *batch) {
+	clear(b.entries) // drop the references to transactions and copies
+	clear(b.ids)
+	*b = batch{entries: b.entries[:0], ids: b.ids[:0]}
+	select {
+	case g.free <- b:
+	default:
+	}
+}
+
+// dispatch starts the current batch's lookup and sends the batch.
+func (g *grouper) dispatch() error {
+	b := g.cur
+	g.cur = nil
+	if b == nil || len(b.entries) == 0 {
+		return nil
+	}
+	b.ready = make(chan struct{})
+	if g.index == nil || len(b.ids) == 0 {
+		close(b.ready)
+	} else {
+		select {
+		case g.sem <- struct{}{}:
+		case <-g.ctx.Done():
+			return g.ctx.Err()
+		}
+		g.inflight.Add(1)
+		go func() {
+			defer g.inflight.Done()
+			defer func() { <-g.sem }()
+			defer close(b.ready)
+			claims, err := g.index.Lookup(g.ctx, g.job, b.ids)
+			if err != nil {
+				b.err = err
+				return
+			}
+			b.claims = make(map[string]Claim, len(claims))
+			for _, cl := range claims {
+				b.claims[cl.ID] = cl
+			}
+		}()
+	}
+	select {
+	case g.out <- b:
+		return nil
+	case <-g.ctx.Done():
+		return g.ctx.Err()
+	}
+}
