@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/reportjob/reportjob/internal/dynamodb/dedupeindex"
 )
 
 // ErrSchema means a table exists with a key schema other than the one the
@@ -44,7 +46,8 @@ func (s *Store) Init(ctx context.Context) error {
 	return s.ensureTTL(ctx)
 }
 
-// ensureTTL turns on Time to Live for attrExpiresAt on the state table.
+// ensureTTL turns on Time to Live for dedupeindex.AttrExpiresAt on the
+// state table.
 func (s *Store) ensureTTL(ctx context.Context) error {
 	table := s.opts.StateTable
 	var refused error // UpdateTimeToLive's ValidationException, if any
@@ -61,35 +64,35 @@ func (s *Store) ensureTTL(ctx context.Context) error {
 			attr, status = aws.ToString(d.AttributeName), d.TimeToLiveStatus
 		}
 		switch {
-		case (status == types.TimeToLiveStatusEnabled || status == types.TimeToLiveStatusEnabling) && attr == attrExpiresAt:
+		case (status == types.TimeToLiveStatusEnabled || status == types.TimeToLiveStatusEnabling) && attr == dedupeindex.AttrExpiresAt:
 			return nil
 		case status == types.TimeToLiveStatusEnabled || status == types.TimeToLiveStatusEnabling:
 			return fmt.Errorf("table %q has Time to Live on attribute %q, want %q (the dedupe index's expiry)",
-				table, attr, attrExpiresAt)
+				table, attr, dedupeindex.AttrExpiresAt)
 		case status == types.TimeToLiveStatusDisabling:
 			// DynamoDB refuses a change until this settles (up to an hour).
 			return fmt.Errorf("table %q: Time to Live is being disabled; run init again when it is DISABLED", table)
 		case refused != nil:
-			return fmt.Errorf("enable time to live on %s of table %q: %w", attrExpiresAt, table, refused)
+			return fmt.Errorf("enable time to live on %s of table %q: %w", dedupeindex.AttrExpiresAt, table, refused)
 		case try > 0:
 			return fmt.Errorf("table %q: Time to Live is %s after enabling it", table, status)
 		}
 		_, err = s.api.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 			TableName: aws.String(table),
 			TimeToLiveSpecification: &types.TimeToLiveSpecification{
-				AttributeName: aws.String(attrExpiresAt), Enabled: aws.Bool(true),
+				AttributeName: aws.String(dedupeindex.AttrExpiresAt), Enabled: aws.Bool(true),
 			},
 		})
 		var ae smithy.APIError
 		switch {
 		case err == nil:
-			s.log.Info("enabled time to live", logTable, table, logAttr, attrExpiresAt)
+			s.log.Info("enabled time to live", logTable, table, logAttr, dedupeindex.AttrExpiresAt)
 		case errors.As(err, &ae) && ae.ErrorCode() == "ValidationException":
 			// A concurrent Init may have enabled it in between ("already
 			// enabled"): describe again before failing.
 			refused = err
 		default:
-			return fmt.Errorf("enable time to live on %s of table %q: %w", attrExpiresAt, table, err)
+			return fmt.Errorf("enable time to live on %s of table %q: %w", dedupeindex.AttrExpiresAt, table, err)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/reportjob/reportjob/internal/dynamodb/dedupeindex"
 )
 
 func TestInitTwice(t *testing.T) {
@@ -63,8 +65,8 @@ func TestInitTwice(t *testing.T) {
 		t.Fatalf("DescribeTimeToLive: %v", err)
 	}
 	if d := ttl.TimeToLiveDescription; d == nil || d.TimeToLiveStatus != types.TimeToLiveStatusEnabled ||
-		aws.ToString(d.AttributeName) != attrExpiresAt {
-		t.Errorf("state table Time to Live %+v, want ENABLED on %s", d, attrExpiresAt)
+		aws.ToString(d.AttributeName) != dedupeindex.AttrExpiresAt {
+		t.Errorf("state table Time to Live %+v, want ENABLED on %s", d, dedupeindex.AttrExpiresAt)
 	}
 }
 
@@ -97,9 +99,9 @@ func TestInitTTLOtherAttribute(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = s.Init(t.Context())
-	if err == nil || !strings.Contains(err.Error(), `"ttl"`) || !strings.Contains(err.Error(), attrExpiresAt) ||
+	if err == nil || !strings.Contains(err.Error(), `"ttl"`) || !strings.Contains(err.Error(), dedupeindex.AttrExpiresAt) ||
 		!strings.Contains(err.Error(), state) {
-		t.Errorf("Init = %v, want an error naming the table, %q and %s", err, "ttl", attrExpiresAt)
+		t.Errorf("Init = %v, want an error naming the table, %q and %s", err, "ttl", dedupeindex.AttrExpiresAt)
 	}
 }
 

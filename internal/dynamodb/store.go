@@ -22,10 +22,15 @@
 // another tool as "…T01:00:00Z" or "…T01:00:00.000Z" cannot make an
 // otherwise equal compare-and-set fail; and it matches lease_expires.
 //
-// The state table also holds the dedupe index (items whose job key is
-// "<job>#claim#<id>" or starts with "<job>#period#", described in
-// index.go), with Time to Live on expires_at: no other item of the table
-// may use that attribute.
+// The state table also holds the dedupe index (collect.Index: items whose
+// job key is "<job>#claim#<id>" or starts with "<job>#period#"), which is
+// package dedupeindex: Store embeds a *dedupeindex.Index over the state
+// table. Init turns on Time to Live on its expires_at attribute: no other
+// item of the table may use that attribute.
+//
+// Batch calls (PutItems' BatchWriteItem, the index's BatchGetItem and
+// BatchWriteItem) run through package batch, which retries unprocessed
+// requests and throttling until Options.WriteDeadline.
 package dynamodb
 
 import (
@@ -33,7 +38,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/url"
 	"regexp"
 	"time"
@@ -48,6 +52,8 @@ import (
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/dynamodb/batch"
+	"github.com/reportjob/reportjob/internal/dynamodb/dedupeindex"
 	"github.com/reportjob/reportjob/internal/fence"
 	"github.com/reportjob/reportjob/internal/ingest"
 )
@@ -76,11 +82,8 @@ const (
 
 // Log attribute keys.
 const (
-	logTable   = "table"
-	logAttempt = "attempt"
-	logPending = "pending"
-	logDelay   = "delay"
-	logErr     = "err"
+	logTable = "table"
+	logAttr  = "attr"
 )
 
 // Options configures a Store. Zero fields take the defaults above.
@@ -128,17 +131,16 @@ type API interface {
 
 var _ API = (*dynamodb.Client)(nil)
 
-// Store is the DynamoDB store. It is safe for concurrent use.
+// Store is the DynamoDB store. It is safe for concurrent use. The
+// embedded Index is the dedupe index in the state table (collect.Index).
 type Store struct {
+	*dedupeindex.Index
 	api  API
 	opts Options
 	log  *slog.Logger
-	// sleep waits d or until ctx is done; tests replace it to observe
-	// backoff.
-	sleep func(ctx context.Context, d time.Duration) error
-	// clock is the wall clock DynamoDB's Time to Live goes by (not the
-	// report clock); tests replace it.
-	clock func() time.Time
+	// batch runs PutItems' batch calls, and the index's: tests replace its
+	// Sleep to observe backoff.
+	batch *batch.Retrier
 }
 
 // tableName is DynamoDB's rule for table names.
@@ -186,7 +188,14 @@ func New(api API, opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{api: api, opts: opts, log: log, sleep: sleepCtx, clock: time.Now}, nil
+	b := &batch.Retrier{
+		API: api, Deadline: opts.WriteDeadline, RetryBase: opts.RetryBase, RetryCap: opts.RetryCap,
+		Concurrency: opts.WriteConcurrency, Logger: log,
+	}
+	return &Store{
+		Index: dedupeindex.New(api, opts.StateTable, b, log),
+		api:   api, opts: opts, log: log, batch: b,
+	}, nil
 }
 
 func setDefault(d *time.Duration, def time.Duration) {
@@ -277,26 +286,4 @@ func NewClient(ctx context.Context, c ClientConfig) (*dynamodb.Client, error) {
 			o.DisableValidateResponseChecksum = true
 		}
 	}), nil
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// backoff returns the full-jitter delay before retry n (from 0).
-func (s *Store) backoff(n int) time.Duration {
-	d := s.opts.RetryCap
-	if n < 30 {
-		if e := s.opts.RetryBase << n; e > 0 && e < d {
-			d = e
-		}
-	}
-	return rand.N(d) + 1
 }

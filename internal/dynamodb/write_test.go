@@ -16,6 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/reportjob/reportjob/internal/dynamodb/batch"
 	"github.com/reportjob/reportjob/internal/ingest"
 	"github.com/reportjob/reportjob/internal/item"
 )
@@ -65,7 +66,8 @@ func (f *faultAPI) callCount() int {
 	return f.calls
 }
 
-// sleepRecorder replaces Store.sleep and records each backoff.
+// sleepRecorder replaces the Store's batch.Retrier.Sleep and records each
+// backoff.
 type sleepRecorder struct {
 	mu     sync.Mutex
 	delays []time.Duration
@@ -75,7 +77,7 @@ func (r *sleepRecorder) sleep(ctx context.Context, d time.Duration) error {
 	r.mu.Lock()
 	r.delays = append(r.delays, d)
 	r.mu.Unlock()
-	return sleepCtx(ctx, d)
+	return batch.Sleep(ctx, d)
 }
 
 func (r *sleepRecorder) get() []time.Duration {
@@ -92,7 +94,7 @@ func newFaultStore(t *testing.T, f *faultAPI, opts ...func(*Options)) (*Store, *
 		o.WriteConcurrency = 1
 	}}, opts...)...)
 	rec := &sleepRecorder{}
-	s.sleep = rec.sleep
+	s.batch.Sleep = rec.sleep
 	return s, rec
 }
 
@@ -311,28 +313,5 @@ func TestPutItemsCancelled(t *testing.T) {
 	we := wantWriteError(t, s.PutItems(ctx, items), ids(items))
 	if !errors.Is(we, context.DeadlineExceeded) {
 		t.Errorf("WriteError cause %v, want context.DeadlineExceeded", we.Err)
-	}
-}
-
-func TestRetryable(t *testing.T) {
-	tests := []struct {
-		err  error
-		want bool
-	}{
-		{&types.ProvisionedThroughputExceededException{}, true},
-		{&types.RequestLimitExceeded{}, true},
-		{&smithy.GenericAPIError{Code: "ThrottlingException"}, true},
-		{&types.InternalServerError{}, true},
-		{&smithy.OperationError{OperationName: "BatchWriteItem", Err: &types.ProvisionedThroughputExceededException{}}, true},
-		{&smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 500}}, Err: errors.New("x")}, true},
-		{&smithy.GenericAPIError{Code: "ValidationException"}, false},
-		{&types.ResourceNotFoundException{}, false},
-		{&smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 400}}, Err: errors.New("x")}, false},
-		{context.Canceled, false},
-	}
-	for _, tc := range tests {
-		if got := retryable(tc.err); got != tc.want {
-			t.Errorf("retryable(%T %v) = %v, want %v", tc.err, tc.err, got, tc.want)
-		}
 	}
 }

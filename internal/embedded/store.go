@@ -1,12 +1,15 @@
 // Package embedded is the store backend that needs no server: one bbolt
 // file holds the data table (collect.Source, ingest.Writer) and every job's
-// state: checkpoint, lease, rechecks and restatements (checkpoint.Store).
+// state: checkpoint, lease, rechecks and restatements (checkpoint.Store),
+// and the dedupe index (collect.Index), which is package dedupeindex:
+// Store embeds a *dedupeindex.Index over the same file.
 //
 // Layout of the file:
 //
 //	meta                     format -> "reportjob/1"
 //	items / <partition key>  <sort key> -> encoded attributes (see codec.go)
 //	jobs                     <job name> -> JSON job state (see jobRecord in checkpoint.go)
+//	claims, periods          the dedupe index (collect.Index): package dedupeindex
 //
 // Items are kept in one nested bucket per partition key, so a Query reads
 // only its partition, in sort key byte order, as DynamoDB does.
@@ -42,11 +45,13 @@ import (
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/embedded/dedupeindex"
 	"github.com/reportjob/reportjob/internal/ingest"
 )
 
 var (
 	_ collect.Source   = (*Store)(nil)
+	_ collect.Index    = (*Store)(nil)
 	_ ingest.Writer    = (*Store)(nil)
 	_ checkpoint.Store = (*Store)(nil)
 )
@@ -99,8 +104,10 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Store is an open store file. It is safe for concurrent use.
+// Store is an open store file. It is safe for concurrent use. The
+// embedded Index is the dedupe index in the same file (collect.Index).
 type Store struct {
+	*dedupeindex.Index
 	db   *bolt.DB
 	path string
 	opts Options
@@ -130,7 +137,7 @@ func Open(path string, opts Options) (*Store, error) {
 	case err != nil:
 		return nil, fmt.Errorf("open embedded store %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, opts: opts, session: newSession()}
+	s := &Store{Index: dedupeindex.New(db, path), db: db, path: path, opts: opts, session: newSession()}
 	if err := s.checkFormat(); err != nil {
 		_ = db.Close()
 		return nil, err

@@ -1,4 +1,4 @@
-package embedded
+package dedupeindex
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 // NewClaimWriter implements collect.Index. It first sweeps the job's lists
 // whose expiry is at or before now, with the claims that still point to
 // their periods (see sweep), then creates the new generation's bucket.
-func (s *Store) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
+func (ix *Index) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
 	if err := collect.CheckJob(job); err != nil {
 		return nil, fmt.Errorf("new claim writer: %w", err)
 	}
@@ -25,16 +25,16 @@ func (s *Store) NewClaimWriter(ctx context.Context, job string, period, expires,
 		return nil, fmt.Errorf("new claim writer of job %q: expires %s is not after the period start %s",
 			job, formatTime(expires), formatTime(period))
 	}
-	if err := s.sweep(ctx, job, now); err != nil {
+	if err := ix.sweep(ctx, job, now); err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
 	}
 	w := &claimWriter{
-		s: s, ctx: ctx, job: job, period: period.UTC(),
+		ix: ix, ctx: ctx, job: job, period: period.UTC(),
 		start:   sortable(period.UnixMilli()),
 		claim:   claimValue{period: period.UnixMilli(), expires: expires.Unix()},
 		expires: expires.Unix(),
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := ix.db.Update(func(tx *bolt.Tx) error {
 		heads, _, lists, err := jobPeriods(tx, job, true)
 		if err != nil {
 			return err
@@ -60,7 +60,7 @@ func (s *Store) NewClaimWriter(ctx context.Context, job string, period, expires,
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("new claim writer of job %q period %s in %s: %w", job, formatTime(period), s.path, err)
+		return nil, fmt.Errorf("new claim writer of job %q period %s in %s: %w", job, formatTime(period), ix.path, err)
 	}
 	return w, nil
 }
@@ -71,7 +71,7 @@ func (s *Store) NewClaimWriter(ctx context.Context, job string, period, expires,
 // one batch is being written). A failed write is reported by the next Add,
 // Release or Commit.
 type claimWriter struct {
-	s       *Store
+	ix      *Index
 	ctx     context.Context
 	job     string
 	period  time.Time
@@ -174,7 +174,7 @@ func (w *claimWriter) wait() error {
 		err := <-w.writing
 		w.writing = nil
 		if err != nil {
-			return w.fail(fmt.Errorf("%s: %w", w.s.path, err))
+			return w.fail(fmt.Errorf("%s: %w", w.ix.path, err))
 		}
 	}
 	return w.err
@@ -182,7 +182,7 @@ func (w *claimWriter) wait() error {
 
 // write writes adds and releases in one transaction.
 func (w *claimWriter) write(adds []pendingAdd, rels []string) error {
-	return w.s.db.Update(func(tx *bolt.Tx) error {
+	return w.ix.db.Update(func(tx *bolt.Tx) error {
 		_, _, lists, _ := jobPeriods(tx, w.job, false)
 		list := nested(nested(lists, w.start), genKey(w.gen))
 		if list == nil {
@@ -255,7 +255,7 @@ func (w *claimWriter) Commit() error {
 		return err
 	}
 	w.done = true
-	err := w.s.db.Update(func(tx *bolt.Tx) error {
+	err := w.ix.db.Update(func(tx *bolt.Tx) error {
 		heads, expiry, lists, err := jobPeriods(tx, w.job, true)
 		if err != nil {
 			return err
@@ -286,7 +286,7 @@ func (w *claimWriter) Commit() error {
 		return deleteGensExcept(gens, genKey(w.gen))
 	})
 	if err != nil {
-		return w.fail(fmt.Errorf("commit in %s: %w", w.s.path, err))
+		return w.fail(fmt.Errorf("commit in %s: %w", w.ix.path, err))
 	}
 	return nil
 }
@@ -325,7 +325,7 @@ func (w *claimWriter) Abort() {
 		w.writing = nil
 	}
 	w.adds, w.rels = nil, nil
-	_ = w.s.db.Update(func(tx *bolt.Tx) error {
+	_ = w.ix.db.Update(func(tx *bolt.Tx) error {
 		_, _, lists, _ := jobPeriods(tx, w.job, false)
 		if gens := nested(lists, w.start); gens != nil && gens.Bucket(genKey(w.gen)) != nil {
 			return gens.DeleteBucket(genKey(w.gen))
@@ -339,13 +339,13 @@ func (w *claimWriter) Abort() {
 // transaction. The first transaction on a list marks its head as being
 // swept (PeriodIDs then ignores it), so that a sweep cut short (a crash, ctx
 // ending) is finished by the next one.
-func (s *Store) sweep(ctx context.Context, job string, now time.Time) error {
+func (ix *Index) sweep(ctx context.Context, job string, now time.Time) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("sweep expired lists: %w", err)
 		}
 		found := false
-		err := s.db.Update(func(tx *bolt.Tx) error {
+		err := ix.db.Update(func(tx *bolt.Tx) error {
 			heads, expiry, lists, _ := jobPeriods(tx, job, false)
 			if expiry == nil {
 				return nil
@@ -358,7 +358,7 @@ func (s *Store) sweep(ctx context.Context, job string, now time.Time) error {
 			return sweepBatch(tx, job, heads, expiry, lists, append([]byte(nil), k...))
 		})
 		if err != nil {
-			return fmt.Errorf("sweep expired lists in %s: %w", s.path, err)
+			return fmt.Errorf("sweep expired lists in %s: %w", ix.path, err)
 		}
 		if !found {
 			return nil

@@ -1,23 +1,8 @@
-package dynamodb
-
-import (
-	"context"
-	"errors"
-	"fmt"
-	"math/rand/v2"
-	"strconv"
-	"strings"
-	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/reportjob/reportjob/internal/collect"
-)
-
-// The dedupe index (collect.Index) lives in the state table, beside the job
-// items, under keys that no job name can take (job names have no '#'):
+// Package dedupeindex is the dedupe-window index (collect.Index) of the
+// DynamoDB store. It lives in the store's state table (HASH "job" (S), with
+// Time to Live on expires_at, both set up by dynamodb.Store.Init), beside
+// the job items, under keys that no job name can take (job names have no
+// '#'):
 //
 //	job = "<job>#claim#<id>"                 the claim of one transaction id
 //	    period      N  start of the period that billed it, Unix ms
@@ -39,14 +24,74 @@ import (
 // (the atomic switch to the new generation), then deletes the previous
 // generation's chunks. Since each writer's generation is its own, the
 // chunks of two writers of one period (which the lease should prevent)
-// never mix: the head names one writer's complete list. Expired items are left to Time to Live, which
-// DynamoDB applies by its own (wall) clock, within days: Lookup returns a
-// claim until it is deleted, and PeriodIDs ignores a head whose expires_at
-// has passed by the wall clock, since its chunks may be gone already.
+// never mix: the head names one writer's complete list. Expired items are
+// left to Time to Live, which DynamoDB applies by its own (wall) clock,
+// within days: Lookup returns a claim until it is deleted, and PeriodIDs
+// ignores a head whose expires_at has passed by the wall clock, since its
+// chunks may be gone already.
+//
+// Batch reads and writes (BatchGetItem, BatchWriteItem) go through a
+// batch.Retrier, which retries unprocessed keys, items and throttling until
+// its deadline (dynamodb.Options.WriteDeadline).
+package dedupeindex
 
-// Attribute names of the index items.
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/dynamodb/batch"
+)
+
+var _ collect.Index = (*Index)(nil)
+
+// API is the subset of *dynamodb.Client the index uses besides its
+// batch.Retrier's BatchWriteItem. Implementations must be safe for
+// concurrent use and retry transient errors as the SDK client does.
+type API interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+}
+
+// Index is the dedupe index in one state table. It is safe for concurrent
+// use.
+type Index struct {
+	api   API
+	table string
+	batch *batch.Retrier
+	log   *slog.Logger
+	// clock is the wall clock DynamoDB's Time to Live goes by (not the
+	// report clock); tests replace it.
+	clock func() time.Time
+}
+
+// New returns the index in table over api. b runs its batch calls (b.API
+// must reach the same DynamoDB as api); log (not nil) receives warnings.
+// New does not touch the table.
+func New(api API, table string, b *batch.Retrier, log *slog.Logger) *Index {
+	return &Index{api: api, table: table, batch: b, log: log, clock: time.Now}
+}
+
+// AttrExpiresAt is the attribute that holds an index item's expiry, in Unix
+// seconds: the state table's Time to Live attribute.
+const AttrExpiresAt = "expires_at"
+
+// Attribute names of the index items, and the state table's key.
 const (
-	attrExpiresAt = "expires_at"
+	attrJob       = "job"
+	attrExpiresAt = AttrExpiresAt
 	attrPeriod    = "period"
 	attrFP        = "fp"
 	attrGen       = "gen"
@@ -57,7 +102,7 @@ const (
 
 // Log attribute keys of the index.
 const (
-	logAttr   = "attr"
+	logErr    = "err"
 	logJob    = "job"
 	logPeriod = "period"
 	logGen    = "gen"
@@ -75,10 +120,33 @@ func chunkKey(job string, period time.Time, gen, n int64) string {
 
 func binAV(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: b} }
 
+func jobKey(job string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrJob: &types.AttributeValueMemberS{Value: job}}
+}
+
+func numAV(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+func strAV(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+// ms is t in Unix milliseconds.
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(n int64) time.Time { return time.UnixMilli(n).UTC() }
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
 // Lookup implements collect.Index with one strongly consistent BatchGetItem
 // of the ids' claim items (projecting only the claim's attributes),
-// retrying unprocessed keys and throttling until WriteDeadline.
-func (s *Store) Lookup(ctx context.Context, job string, ids []string) ([]collect.Claim, error) {
+// retrying unprocessed keys and throttling until the batch.Retrier's
+// deadline.
+func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collect.Claim, error) {
 	if err := collect.CheckJob(job); err != nil {
 		return nil, fmt.Errorf("look up claims: %w", err)
 	}
@@ -100,13 +168,13 @@ func (s *Store) Lookup(ctx context.Context, job string, ids []string) ([]collect
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	table := s.opts.StateTable
+	table := ix.table
 	prefix := claimKey(job, "")
 	var claims []collect.Claim
 	pending := keys
-	op := batchOp{err: fmt.Sprintf("batch get from table %q", table), log: "retrying batch get", table: table, noun: "keys"}
-	err := s.retryBatch(ctx, op, func(ctx context.Context) (int, error) {
-		out, err := s.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
+	op := batch.Op{Err: fmt.Sprintf("batch get from table %q", table), Log: "retrying batch get", Table: table, Noun: "keys"}
+	err := ix.batch.Retry(ctx, op, func(ctx context.Context) (int, error) {
+		out, err := ix.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
 			RequestItems: map[string]types.KeysAndAttributes{table: {
 				Keys:                     pending,
 				ConsistentRead:           aws.Bool(true),
@@ -185,27 +253,27 @@ func checkPeriod(period, expires time.Time) error {
 // NewClaimWriter implements collect.Index. It reads the period's list head
 // (to know the generation it replaces); now is not used, since expired
 // items are left to Time to Live.
-func (s *Store) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
+func (ix *Index) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
 	if err := collect.CheckJob(job); err != nil {
 		return nil, fmt.Errorf("new claim writer: %w", err)
 	}
 	if err := checkPeriod(period, expires); err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
 	}
-	old, found, err := s.getHead(ctx, job, period)
+	old, found, err := ix.getHead(ctx, job, period)
 	if err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q period %s: %w", job, fmtTime(period), err)
 	}
 	w := &claimWriter{
-		s: s, ctx: ctx, job: job, period: period.UTC(),
+		ix: ix, ctx: ctx, job: job, period: period.UTC(),
 		periodN: numAV(ms(period)), expiresN: numAV(expires.Unix()),
 		old: old, hadOld: found, gen: newGen(old.gen),
-		out: s.newAsyncWriter(ctx, s.opts.StateTable),
+		out: ix.batch.NewAsyncWriter(ctx, ix.table),
 	}
 	w.list = newListChunker(func(data []byte) error {
 		key := chunkKey(job, w.period, w.gen, w.chunks)
 		w.chunks++
-		return w.out.put(types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+		return w.out.Put(types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
 			attrJob: strAV(key), attrIDs: binAV(data), attrExpiresAt: w.expiresN,
 		}}}, len(key)+len(data)+64)
 	})
@@ -223,7 +291,7 @@ func newGen(old int64) int64 {
 
 // claimWriter is the DynamoDB collect.ClaimWriter.
 type claimWriter struct {
-	s                 *Store
+	ix                *Index
 	ctx               context.Context
 	job               string
 	period            time.Time
@@ -231,7 +299,7 @@ type claimWriter struct {
 	old               head // the list being replaced
 	hadOld            bool
 	gen               int64 // generation written: this writer's own
-	out               *asyncWriter
+	out               *batch.AsyncWriter
 	list              *listChunker
 	chunks, count     int64 // chunks started, ids added
 	last              string
@@ -254,7 +322,8 @@ func (w *claimWriter) usable() error {
 }
 
 // Add implements collect.ClaimWriter. Claims and full chunks of the list
-// are written in the background, WriteConcurrency batches at a time; a
+// are written in the background, batch.Retrier.Concurrency batches at a
+// time; a
 // failure is returned by a later call.
 func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
 	if err := w.usable(); err != nil {
@@ -275,7 +344,7 @@ func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
 		return nil
 	}
 	key := claimKey(w.job, id)
-	err := w.out.put(types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
+	err := w.out.Put(types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
 		attrJob: strAV(key), attrPeriod: w.periodN, attrFP: binAV(fp[:]), attrExpiresAt: w.expiresN,
 	}}}, len(key)+64)
 	if err != nil {
@@ -294,8 +363,8 @@ func (w *claimWriter) Release(id string) error {
 	if err := collect.CheckID(id); err != nil {
 		return w.fail(err)
 	}
-	_, err := w.s.api.DeleteItem(w.ctx, &dynamodb.DeleteItemInput{
-		TableName:                 aws.String(w.s.opts.StateTable),
+	_, err := w.ix.api.DeleteItem(w.ctx, &dynamodb.DeleteItemInput{
+		TableName:                 aws.String(w.ix.table),
 		Key:                       jobKey(claimKey(w.job, id)),
 		ConditionExpression:       aws.String("#p = :p"),
 		ExpressionAttributeNames:  map[string]string{"#p": attrPeriod},
@@ -321,20 +390,20 @@ func (w *claimWriter) Commit() error {
 	w.done = true
 	err := w.list.flush()
 	if err == nil {
-		err = w.out.flush()
+		err = w.out.Flush()
 	}
 	if err != nil {
 		// The head still names the previous generation: drop this one.
-		w.out.wait()
-		w.s.deleteChunks(w.ctx, w.job, w.period, w.gen, 0, w.chunks)
+		w.out.Wait()
+		w.ix.deleteChunks(w.ctx, w.job, w.period, w.gen, 0, w.chunks)
 		return w.fail(err)
 	}
 	h := head{gen: w.gen, chunks: w.chunks, count: w.count}
-	if err := w.s.putHead(w.ctx, w.job, w.period, h, w.expiresN, w.old, w.hadOld); err != nil {
+	if err := w.ix.putHead(w.ctx, w.job, w.period, h, w.expiresN, w.old, w.hadOld); err != nil {
 		return w.fail(err)
 	}
 	if w.hadOld {
-		w.s.deleteChunks(w.ctx, w.job, w.period, w.old.gen, 0, w.old.chunks)
+		w.ix.deleteChunks(w.ctx, w.job, w.period, w.old.gen, 0, w.old.chunks)
 	}
 	return nil
 }
@@ -347,8 +416,8 @@ func (w *claimWriter) Abort() {
 		return
 	}
 	w.done = true
-	w.out.wait()
-	w.s.deleteChunks(w.ctx, w.job, w.period, w.gen, 0, w.chunks)
+	w.out.Wait()
+	w.ix.deleteChunks(w.ctx, w.job, w.period, w.gen, 0, w.chunks)
 }
 
 // clip shortens s for an error message.

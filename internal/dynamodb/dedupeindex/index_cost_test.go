@@ -1,4 +1,4 @@
-package dynamodb
+package dedupeindex
 
 import (
 	"context"
@@ -13,20 +13,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/dynamodb/batch"
 	"github.com/reportjob/reportjob/internal/storetest"
 )
 
 // meterAPI asks for ReturnConsumedCapacity TOTAL on the index's calls and
 // counts requests and capacity units per operation.
 type meterAPI struct {
-	API
+	clientAPI
 	mu    sync.Mutex
 	calls map[string]int
 	units map[string]float64
 }
 
-func newMeter(api API) *meterAPI {
-	return &meterAPI{API: api, calls: map[string]int{}, units: map[string]float64{}}
+func newMeter(api clientAPI) *meterAPI {
+	return &meterAPI{clientAPI: api, calls: map[string]int{}, units: map[string]float64{}}
 }
 
 func (m *meterAPI) add(op string, cc ...types.ConsumedCapacity) {
@@ -50,7 +51,7 @@ func (m *meterAPI) take() (calls map[string]int, units map[string]float64) {
 func (m *meterAPI) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	c := *in
 	c.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := m.API.BatchGetItem(ctx, &c, opts...)
+	out, err := m.clientAPI.BatchGetItem(ctx, &c, opts...)
 	if err == nil {
 		m.add("BatchGetItem", out.ConsumedCapacity...)
 	}
@@ -60,7 +61,7 @@ func (m *meterAPI) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemIn
 func (m *meterAPI) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
 	c := *in
 	c.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := m.API.BatchWriteItem(ctx, &c, opts...)
+	out, err := m.clientAPI.BatchWriteItem(ctx, &c, opts...)
 	if err == nil {
 		m.add("BatchWriteItem", out.ConsumedCapacity...)
 	}
@@ -70,7 +71,7 @@ func (m *meterAPI) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteIt
 func (m *meterAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	c := *in
 	c.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := m.API.GetItem(ctx, &c, opts...)
+	out, err := m.clientAPI.GetItem(ctx, &c, opts...)
 	if err == nil && out.ConsumedCapacity != nil {
 		m.add("GetItem", *out.ConsumedCapacity)
 	}
@@ -80,7 +81,7 @@ func (m *meterAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts 
 func (m *meterAPI) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	c := *in
 	c.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := m.API.PutItem(ctx, &c, opts...)
+	out, err := m.clientAPI.PutItem(ctx, &c, opts...)
 	if err == nil && out.ConsumedCapacity != nil {
 		m.add("PutItem", *out.ConsumedCapacity)
 	}
@@ -90,7 +91,7 @@ func (m *meterAPI) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts 
 func (m *meterAPI) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
 	c := *in
 	c.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	out, err := m.API.DeleteItem(ctx, &c, opts...)
+	out, err := m.clientAPI.DeleteItem(ctx, &c, opts...)
 	if err == nil && out.ConsumedCapacity != nil {
 		m.add("DeleteItem", *out.ConsumedCapacity)
 	}
@@ -119,7 +120,7 @@ func TestIndexCost(t *testing.T) {
 		t.Skip("-short")
 	}
 	m := newMeter(testClient(t))
-	s := newStore(t, m)
+	s := newIndex(t, m)
 	m.take()
 	report := func(what string, wantCalls map[string]int) {
 		t.Helper()
@@ -151,7 +152,7 @@ func TestIndexCost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.(*claimWriter).out.flush(); err != nil {
+	if err := w.(*claimWriter).out.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	report("1,000 Adds (write=true)", map[string]int{"BatchWriteItem": 40})
@@ -208,7 +209,7 @@ func TestIndexCost(t *testing.T) {
 		if err := w.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		batches := int(h.chunks+batchSize-1) / batchSize
+		batches := int(h.chunks+batch.Size-1) / batch.Size
 		report("Commit of 100,000 "+tc.name, map[string]int{"PutItem": 1, "BatchWriteItem": 2 * batches})
 		n := 0
 		for _, err := range s.PeriodIDs(t.Context(), ixJob, ixP0) {

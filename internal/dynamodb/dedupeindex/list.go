@@ -1,4 +1,4 @@
-package dynamodb
+package dedupeindex
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/klauspost/compress/zstd"
+
 	"github.com/reportjob/reportjob/internal/collect"
 )
 
@@ -119,10 +120,10 @@ type head struct {
 }
 
 // getHead reads the head of the period's list (strongly consistent).
-func (s *Store) getHead(ctx context.Context, job string, period time.Time) (head, bool, error) {
+func (ix *Index) getHead(ctx context.Context, job string, period time.Time) (head, bool, error) {
 	key := headKey(job, period)
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.opts.StateTable),
+	out, err := ix.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(ix.table),
 		Key:            jobKey(key),
 		ConsistentRead: aws.Bool(true),
 	})
@@ -132,11 +133,11 @@ func (s *Store) getHead(ctx context.Context, job string, period time.Time) (head
 	if out.Item == nil {
 		return head{}, false, nil
 	}
-	h, err := s.parseHead(key, out.Item)
+	h, err := ix.parseHead(key, out.Item)
 	return h, err == nil, err
 }
 
-func (s *Store) parseHead(key string, av map[string]types.AttributeValue) (head, error) {
+func (ix *Index) parseHead(key string, av map[string]types.AttributeValue) (head, error) {
 	var h head
 	for _, f := range []struct {
 		name string
@@ -144,13 +145,13 @@ func (s *Store) parseHead(key string, av map[string]types.AttributeValue) (head,
 	}{{attrGen, &h.gen}, {attrChunks, &h.chunks}, {attrCount, &h.count}, {attrExpiresAt, &h.expires}} {
 		n, err := intAttr(av, f.name)
 		if err != nil {
-			return head{}, fmt.Errorf("table %q: period list head %q: %w", s.opts.StateTable, key, err)
+			return head{}, fmt.Errorf("table %q: period list head %q: %w", ix.table, key, err)
 		}
 		*f.v = n
 	}
 	if h.gen < 1 || h.chunks < 0 || h.count < h.chunks {
 		return head{}, fmt.Errorf("table %q: period list head %q: gen %d, chunks %d, count %d make no sense",
-			s.opts.StateTable, key, h.gen, h.chunks, h.count)
+			ix.table, key, h.gen, h.chunks, h.count)
 	}
 	return h, nil
 }
@@ -159,10 +160,10 @@ func (s *Store) parseHead(key string, av map[string]types.AttributeValue) (head,
 // stored head being old (or absent when hadOld is false, or deleted by Time
 // to Live since). A retry of a write that succeeded but whose response was
 // lost finds its own generation and succeeds.
-func (s *Store) putHead(ctx context.Context, job string, period time.Time, h head, expires types.AttributeValue, old head, hadOld bool) error {
+func (ix *Index) putHead(ctx context.Context, job string, period time.Time, h head, expires types.AttributeValue, old head, hadOld bool) error {
 	key := headKey(job, period)
 	in := &dynamodb.PutItemInput{
-		TableName: aws.String(s.opts.StateTable),
+		TableName: aws.String(ix.table),
 		Item: map[string]types.AttributeValue{
 			attrJob: strAV(key), attrGen: numAV(h.gen), attrChunks: numAV(h.chunks), attrCount: numAV(h.count),
 			attrExpiresAt: expires,
@@ -178,7 +179,7 @@ func (s *Store) putHead(ctx context.Context, job string, period time.Time, h hea
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{":g": numAV(old.gen)}
 		want = "generation " + strconv.FormatInt(old.gen, 10)
 	}
-	_, err := s.api.PutItem(ctx, in)
+	_, err := ix.api.PutItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
 		if err != nil {
@@ -188,8 +189,8 @@ func (s *Store) putHead(ctx context.Context, job string, period time.Time, h hea
 	}
 	cur := ccf.Item
 	if cur == nil { // a server that does not return it
-		out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(s.opts.StateTable), Key: jobKey(key), ConsistentRead: aws.Bool(true),
+		out, err := ix.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(ix.table), Key: jobKey(key), ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
 			return fmt.Errorf("put period list head %q: condition failed, then: %w", key, err)
@@ -209,27 +210,27 @@ func (s *Store) putHead(ctx context.Context, job string, period time.Time, h hea
 
 // deleteChunks deletes chunks [from, to) of generation gen, best effort:
 // failures are logged.
-func (s *Store) deleteChunks(ctx context.Context, job string, period time.Time, gen, from, to int64) {
+func (ix *Index) deleteChunks(ctx context.Context, job string, period time.Time, gen, from, to int64) {
 	if from >= to {
 		return
 	}
-	w := s.newAsyncWriter(ctx, s.opts.StateTable)
-	for n := from; n < to && w.failed() == nil; n++ {
-		_ = w.put(types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: jobKey(chunkKey(job, period, gen, n))}}, 100)
+	w := ix.batch.NewAsyncWriter(ctx, ix.table)
+	for n := from; n < to && w.Failed() == nil; n++ {
+		_ = w.Put(types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: jobKey(chunkKey(job, period, gen, n))}}, 100)
 	}
-	if err := w.flush(); err != nil {
-		s.log.Warn("could not delete period list chunks; Time to Live will", logJob, job,
+	if err := w.Flush(); err != nil {
+		ix.log.Warn("could not delete period list chunks; Time to Live will", logJob, job,
 			logPeriod, period, logGen, gen, logErr, err)
 	}
 }
 
 // PeriodIDs implements collect.Index: it reads the head, then the chunks one
 // at a time (strongly consistent GetItem), holding one chunk in memory. A
-// head whose expires_at has passed by the Store's wall clock counts as
-// absent (Time to Live may have deleted its chunks). A missing or corrupt
+// head whose expires_at has passed by the wall clock counts as absent
+// (Time to Live may have deleted its chunks). A missing or corrupt
 // chunk, ids out of order, or a count that differs from the head's is an
 // error.
-func (s *Store) PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error] {
+func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		fail := func(err error) {
 			yield("", fmt.Errorf("period ids of job %q period %s: %w", job, fmtTime(period), err))
@@ -238,12 +239,12 @@ func (s *Store) PeriodIDs(ctx context.Context, job string, period time.Time) ite
 			fail(err)
 			return
 		}
-		h, found, err := s.getHead(ctx, job, period)
+		h, found, err := ix.getHead(ctx, job, period)
 		if err != nil {
 			fail(err)
 			return
 		}
-		if !found || h.expires <= s.clock().Unix() {
+		if !found || h.expires <= ix.clock().Unix() {
 			return
 		}
 		var (
@@ -253,7 +254,7 @@ func (s *Store) PeriodIDs(ctx context.Context, job string, period time.Time) ite
 		)
 		for c := range h.chunks {
 			key := chunkKey(job, period, h.gen, c)
-			raw, err = s.getChunk(ctx, key, raw[:0])
+			raw, err = ix.getChunk(ctx, key, raw[:0])
 			if err != nil {
 				fail(err)
 				return
@@ -284,9 +285,9 @@ func (s *Store) PeriodIDs(ctx context.Context, job string, period time.Time) ite
 }
 
 // getChunk reads and decompresses one chunk, appending to raw.
-func (s *Store) getChunk(ctx context.Context, key string, raw []byte) ([]byte, error) {
-	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:                aws.String(s.opts.StateTable),
+func (ix *Index) getChunk(ctx context.Context, key string, raw []byte) ([]byte, error) {
+	out, err := ix.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                aws.String(ix.table),
 		Key:                      jobKey(key),
 		ConsistentRead:           aws.Bool(true),
 		ProjectionExpression:     aws.String("#i"),

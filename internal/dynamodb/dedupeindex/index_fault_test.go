@@ -1,4 +1,4 @@
-package dynamodb
+package dedupeindex
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/dynamodb/batch"
 	"github.com/reportjob/reportjob/internal/storetest"
 )
 
@@ -23,7 +24,7 @@ import (
 // (from 1), which keys the real server gets, which come back unprocessed,
 // or an error.
 type getFaultAPI struct {
-	API
+	clientAPI
 	mu    sync.Mutex
 	calls int
 	batch func(call int, keys []map[string]types.AttributeValue) (get, unprocessed []map[string]types.AttributeValue, err error)
@@ -47,7 +48,7 @@ func (f *getFaultAPI) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetIte
 	if len(get) > 0 {
 		sub := ka
 		sub.Keys = get
-		real, err := f.API.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{table: sub}}, opts...)
+		real, err := f.clientAPI.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{table: sub}}, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -69,15 +70,15 @@ func (f *getFaultAPI) callCount() int {
 	return f.calls
 }
 
-// newGetFaultStore returns a store over f with 100 claims written.
-func newGetFaultStore(t *testing.T, f *getFaultAPI, opts ...func(*Options)) (*Store, *sleepRecorder, []string) {
+// newGetFaultIndex returns an index over f with 100 claims written.
+func newGetFaultIndex(t *testing.T, f *getFaultAPI, opts ...func(*batch.Retrier)) (*Index, *sleepRecorder, []string) {
 	t.Helper()
-	f.API = testClient(t)
-	s := newStore(t, f, append([]func(*Options){func(o *Options) {
-		o.RetryBase, o.RetryCap = 2*time.Millisecond, 20*time.Millisecond
-	}}, opts...)...)
+	f.clientAPI = testClient(t)
 	rec := &sleepRecorder{}
-	s.sleep = rec.sleep
+	s := newIndex(t, f, append([]func(*batch.Retrier){func(b *batch.Retrier) {
+		b.RetryBase, b.RetryCap = 2*time.Millisecond, 20*time.Millisecond
+		b.Sleep = rec.sleep
+	}}, opts...)...)
 	ids := ixSeqIDs(collect.MaxLookup)
 	if err := ixWrite(t, s, ids, ixAll); err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func newGetFaultStore(t *testing.T, f *getFaultAPI, opts ...func(*Options)) (*St
 	return s, rec, ids
 }
 
-func ixLookup(t *testing.T, s *Store, ids []string) ([]string, error) {
+func ixLookup(t *testing.T, s *Index, ids []string) ([]string, error) {
 	t.Helper()
 	claims, err := s.Lookup(t.Context(), ixJob, ids)
 	var got []string
@@ -106,7 +107,7 @@ func TestIndexLookupUnprocessedThenAccepted(t *testing.T) {
 		}
 		return keys, nil, nil
 	}}
-	s, rec, ids := newGetFaultStore(t, f)
+	s, rec, ids := newGetFaultIndex(t, f)
 	ask := append(slices.Clone(ids[1:]), "missing")
 	got, err := ixLookup(t, s, ask)
 	if err != nil || !slices.Equal(got, ids[1:]) {
@@ -133,7 +134,7 @@ func TestIndexLookupThrottledThenAccepted(t *testing.T) {
 		}
 		return keys, nil, nil
 	}}
-	s, rec, ids := newGetFaultStore(t, f)
+	s, rec, ids := newGetFaultIndex(t, f)
 	got, err := ixLookup(t, s, ids)
 	if err != nil || !slices.Equal(got, ids) {
 		t.Fatalf("Lookup = %d claims, %v; want all %d", len(got), err, len(ids))
@@ -151,7 +152,7 @@ func TestIndexLookupUnprocessedForever(t *testing.T) {
 		return nil, keys, nil
 	}}
 	const deadline = 150 * time.Millisecond
-	s, _, ids := newGetFaultStore(t, f, func(o *Options) { o.WriteDeadline = deadline })
+	s, _, ids := newGetFaultIndex(t, f, func(b *batch.Retrier) { b.Deadline = deadline })
 	start := time.Now()
 	_, err := ixLookup(t, s, ids)
 	if took := time.Since(start); took < deadline || took > deadline+2*time.Second {
@@ -166,7 +167,7 @@ func TestIndexLookupNonRetryable(t *testing.T) {
 	f := &getFaultAPI{batch: func(int, []map[string]types.AttributeValue) (_, _ []map[string]types.AttributeValue, _ error) {
 		return nil, nil, &smithy.GenericAPIError{Code: "ValidationException", Message: "bad"}
 	}}
-	s, rec, ids := newGetFaultStore(t, f)
+	s, rec, ids := newGetFaultIndex(t, f)
 	_, err := ixLookup(t, s, ids)
 	var ae smithy.APIError
 	if !errors.As(err, &ae) || ae.ErrorCode() != "ValidationException" || !strings.Contains(err.Error(), ixJob) {
@@ -184,7 +185,7 @@ func TestIndexWriterUnprocessedItems(t *testing.T) {
 		}
 		return reqs, nil, nil
 	}}
-	s, rec := newFaultStore(t, f, func(o *Options) { o.WriteConcurrency = 3 })
+	s, rec := newFaultIndex(t, f, func(b *batch.Retrier) { b.Concurrency = 3 })
 	ids := ixSeqIDs(500)
 	if err := ixWrite(t, s, ids, ixAll); err != nil {
 		t.Fatalf("write: %v", err)
@@ -213,7 +214,7 @@ func TestIndexWriterWriteFails(t *testing.T) {
 		}
 		return reqs, nil, nil
 	}}
-	s, _ := newFaultStore(t, f)
+	s, _ := newFaultIndex(t, f)
 	old := ixSeqIDs(3)
 	if err := ixWrite(t, s, old, ixAll); err != nil {
 		t.Fatal(err)
@@ -234,17 +235,17 @@ func TestIndexWriterWriteFails(t *testing.T) {
 // result, as an SDK retry after a lost response does; noOld also drops
 // the item returned with a failed condition.
 type ixLostPut struct {
-	API
+	clientAPI
 	noOld bool
 }
 
 func (a ixLostPut) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if in.ConditionExpression != nil {
-		if _, err := a.API.PutItem(ctx, in, opts...); err != nil {
+		if _, err := a.clientAPI.PutItem(ctx, in, opts...); err != nil {
 			return nil, err
 		}
 	}
-	out, err := a.API.PutItem(ctx, in, opts...)
+	out, err := a.clientAPI.PutItem(ctx, in, opts...)
 	var ccf *types.ConditionalCheckFailedException
 	if a.noOld && errors.As(err, &ccf) {
 		ccf.Item = nil
@@ -255,7 +256,7 @@ func (a ixLostPut) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts 
 func TestIndexCommitLostResponse(t *testing.T) {
 	for _, noOld := range []bool{false, true} {
 		t.Run(fmt.Sprintf("noOld=%v", noOld), func(t *testing.T) {
-			s := newStore(t, ixLostPut{API: testClient(t), noOld: noOld})
+			s := newIndex(t, ixLostPut{clientAPI: testClient(t), noOld: noOld})
 			for round, ids := range [][]string{ixSeqIDs(5), ixSeqIDs(2)} {
 				if err := ixWrite(t, s, ids, ixAll); err != nil {
 					t.Fatalf("round %d: Commit whose response was lost: %v", round, err)

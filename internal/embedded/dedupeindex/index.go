@@ -1,23 +1,7 @@
-package embedded
-
-import (
-	"bytes"
-	"context"
-	"encoding/binary"
-	"errors"
-	"fmt"
-	"iter"
-	"slices"
-	"time"
-
-	bolt "go.etcd.io/bbolt"
-
-	"github.com/reportjob/reportjob/internal/collect"
-)
-
-var _ collect.Index = (*Store)(nil)
-
-// The dedupe index (collect.Index) has buckets of its own in the file:
+// Package dedupeindex is the dedupe-window index (collect.Index) of the
+// embedded store. It has buckets of its own in the store's bbolt file,
+// beside the store's meta, items and jobs buckets, and creates them on
+// first write:
 //
 //	claims / <job>                         <id> -> claim value
 //	periods / <job> / heads                <start> -> head value
@@ -35,6 +19,37 @@ var _ collect.Index = (*Store)(nil)
 // generation bucket; Commit switches the head to it and deletes every other
 // generation in one transaction. The expiry bucket lets NewClaimWriter find
 // expired lists without reading the others.
+package dedupeindex
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/reportjob/reportjob/internal/collect"
+)
+
+var _ collect.Index = (*Index)(nil)
+
+// Index is the dedupe index in an open bbolt file. It is safe for
+// concurrent use.
+type Index struct {
+	db   *bolt.DB
+	path string // for messages
+}
+
+// New returns the index in db, the file at path (named in errors). It
+// does not touch the file.
+func New(db *bolt.DB, path string) *Index {
+	return &Index{db: db, path: path}
+}
 
 // indexBatch is how many ids (adds, releases, or sweeps) one write
 // transaction takes: large lists never make one transaction hold GBs of
@@ -158,7 +173,7 @@ func nested(b *bolt.Bucket, name []byte) *bolt.Bucket {
 }
 
 // Lookup implements collect.Index in one read transaction.
-func (s *Store) Lookup(ctx context.Context, job string, ids []string) ([]collect.Claim, error) {
+func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collect.Claim, error) {
 	if err := collect.CheckJob(job); err != nil {
 		return nil, fmt.Errorf("look up claims: %w", err)
 	}
@@ -182,7 +197,7 @@ func (s *Store) Lookup(ctx context.Context, job string, ids []string) ([]collect
 		return nil, fmt.Errorf("look up claims of job %q: %w", job, err)
 	}
 	var claims []collect.Claim
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := ix.db.View(func(tx *bolt.Tx) error {
 		b := nested(tx.Bucket(bucketClaims), []byte(job))
 		if b == nil {
 			return nil
@@ -203,7 +218,7 @@ func (s *Store) Lookup(ctx context.Context, job string, ids []string) ([]collect
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("look up claims of job %q in %s: %w", job, s.path, err)
+		return nil, fmt.Errorf("look up claims of job %q in %s: %w", job, ix.path, err)
 	}
 	return claims, nil
 }
@@ -212,10 +227,10 @@ func (s *Store) Lookup(ctx context.Context, job string, ids []string) ([]collect
 // transaction and yields them outside it (so that the caller may write
 // meanwhile). A list being swept counts as absent; a list replaced while
 // it is read is an error.
-func (s *Store) PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error] {
+func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		fail := func(err error) {
-			yield("", fmt.Errorf("period ids of job %q period %s in %s: %w", job, formatTime(period), s.path, err))
+			yield("", fmt.Errorf("period ids of job %q period %s in %s: %w", job, formatTime(period), ix.path, err))
 		}
 		if err := collect.CheckJob(job); err != nil {
 			fail(err)
@@ -235,7 +250,7 @@ func (s *Store) PeriodIDs(ctx context.Context, job string, period time.Time) ite
 			}
 			page = page[:0]
 			more := false
-			err := s.db.View(func(tx *bolt.Tx) error {
+			err := ix.db.View(func(tx *bolt.Tx) error {
 				heads, _, lists, _ := jobPeriods(tx, job, false)
 				var v []byte
 				if heads != nil {
@@ -299,6 +314,19 @@ func (s *Store) PeriodIDs(ctx context.Context, job string, period time.Time) ite
 			fail(fmt.Errorf("list of generation %d has %d ids, its head says %d", gen, n, count))
 		}
 	}
+}
+
+// timeLayout is RFC 3339 with exactly three fraction digits, as the
+// embedded store writes its times.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// formatTime formats t, cut to whole milliseconds, in UTC; the zero time
+// is "".
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC().Format(timeLayout)
 }
 
 // clip shortens s for an error message.
