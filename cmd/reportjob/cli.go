@@ -203,7 +203,15 @@ func getenv(env []string, name string) string {
 }
 
 // newFlags returns a command's flag set; its parse errors are usage errors.
-func newFlags(c *cli, name, args string) *flag.FlagSet {
+// newFlags returns the flag set of command name, whose usage line is the
+// synopsis in commands().
+func newFlags(c *cli, name string) *flag.FlagSet {
+	var args string
+	for _, cmd := range commands() {
+		if cmd.name == name {
+			args = cmd.args
+		}
+	}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
 	fs.Usage = func() {
@@ -256,7 +264,7 @@ func (c *cli) printJSON(v any) {
 }
 
 func cmdVersion(ctx context.Context, c *cli, args []string) error {
-	if err := parseFlags(newFlags(c, "version", ""), args); err != nil {
+	if err := parseFlags(newFlags(c, "version"), args); err != nil {
 		return err
 	}
 	c.printJSON(map[string]string{"command": "version", "version": version})

@@ -23,7 +23,7 @@ import (
 const demoMarker = ".reportjob-demo"
 
 func cmdDemo(ctx context.Context, c *cli, args []string) error {
-	fset := newFlags(c, "demo", "[--dir DIR] [--transactions N] [--agencies K] [--seed S] [--top N]")
+	fset := newFlags(c, "demo")
 	dir := fset.String("dir", "demo", "folder for the demo's store and reports (recreated on each demo)")
 	n := fset.Int("transactions", 20000, "transactions to generate over the day")
 	agencies := fset.Int("agencies", ingest.DefaultAgencies, "number of agencies")

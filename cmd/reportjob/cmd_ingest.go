@@ -15,7 +15,7 @@ import (
 const maxLineErrors = 100
 
 func cmdIngest(ctx context.Context, c *cli, args []string) error {
-	fs := newFlags(c, "ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late]")
+	fs := newFlags(c, "ingest")
 	file := fs.String("file", "", "JSON Lines file of transactions, - for stdin")
 	generate := fs.Int("generate", 0, "write N synthetic transactions instead")
 	agencies := fs.Int("agencies", ingest.DefaultAgencies, "with --generate: number of agencies")

@@ -45,7 +45,7 @@ type runSummary struct {
 }
 
 func cmdRun(ctx context.Context, c *cli, args []string) error {
-	fs := newFlags(c, "run", "[--backfill --from T --to T] [--dry-run] [--now T]")
+	fs := newFlags(c, "run")
 	backfill := fs.Bool("backfill", false, "rebuild the periods in [--from, --to) whatever the checkpoint; never moves it")
 	var from, to, now timeFlag
 	fs.Var(&from, "from", "backfill start (a period boundary)")

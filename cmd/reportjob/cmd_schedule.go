@@ -20,7 +20,7 @@ import (
 const defaultGrace = 20 * time.Second
 
 func cmdSchedule(ctx context.Context, c *cli, args []string) error {
-	fs := newFlags(c, "schedule", "[--grace D]")
+	fs := newFlags(c, "schedule")
 	grace := fs.Duration("grace", defaultGrace, "after SIGTERM/SIGINT, how long the run in progress may take to finish its current period before it is abandoned (its checkpoint is then not moved)")
 	if err := parseFlags(fs, args); err != nil {
 		return err

@@ -43,7 +43,7 @@ type statusReport struct {
 }
 
 func cmdStatus(ctx context.Context, c *cli, args []string) error {
-	fs := newFlags(c, "status", "[--json] [--now T]")
+	fs := newFlags(c, "status")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of text")
 	var now timeFlag
 	fs.Var(&now, "now", "fix the clock (replay and tests)")
@@ -173,7 +173,7 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 }
 
 func cmdInit(ctx context.Context, c *cli, args []string) error {
-	if err := parseFlags(newFlags(c, "init", ""), args); err != nil {
+	if err := parseFlags(newFlags(c, "init"), args); err != nil {
 		return err
 	}
 	st, err := openStore(ctx, c)

@@ -41,7 +41,7 @@ type verifySummary struct {
 }
 
 func cmdVerify(ctx context.Context, c *cli, args []string) error {
-	fs := newFlags(c, "verify", "--from T --to T | --last D; [--repair] [--now T]")
+	fs := newFlags(c, "verify")
 	var from, to, now timeFlag
 	fs.Var(&from, "from", "first period to check (a period boundary)")
 	fs.Var(&to, "to", "end of the range, exclusive (a period boundary)")

@@ -28,11 +28,11 @@ func isManifest(r *fp.Request) bool {
 }
 
 // The state writes, told apart by their update expressions
-// (internal/dynamodb/checkpoint.go, index*.go).
+// (internal/dynamodb/jobstate/checkpoint.go, internal/dynamodb/dedupeindex).
 func isCommit(r *fp.Request) bool  { return r.Op == "UpdateItem" && r.Has("#cp = :to") }
 func isAcquire(r *fp.Request) bool { return r.Op == "UpdateItem" && r.Has("if_not_exists(#tok") }
 func isRenew(r *fp.Request) bool   { return r.Op == "UpdateItem" && r.Has("SET #exp = :newexp") }
-func isRelease(r *fp.Request) bool { return r.Op == "UpdateItem" && r.Has("REMOVE #owner") }
+func isRelease(r *fp.Request) bool { return r.Op == "UpdateItem" && r.Has("REMOVE #exp") }
 func isRestatementUpdate(r *fp.Request) bool {
 	return r.Op == "UpdateItem" && r.Has("#rs = :rs") && !r.Has("#cp = :to")
 }

@@ -3,14 +3,15 @@ package dynamodb
 import (
 	"testing"
 
-	"github.com/reportjob/reportjob/internal/storetest"
+	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/storetest/indextest"
 )
 
 // TestIndexConformance runs the index suite through the Store, which
 // embeds a dedupeindex.Index over its state table (package dedupeindex
 // tests the index itself).
 func TestIndexConformance(t *testing.T) {
-	storetest.RunIndex(t, func(t *testing.T) storetest.Backend {
-		return storetest.Backend{Index: newStore(t, nil)}
+	indextest.Run(t, func(t *testing.T) collect.Index {
+		return newStore(t, nil)
 	})
 }

@@ -6,21 +6,10 @@
 // (S); every other attribute is kept with its type (S or N) and exact text.
 // Reads are strongly consistent Queries of one partition, never Scans.
 //
-// State table: HASH "job" (S), one item per job:
-//
-//	job           S  job name
-//	checkpoint    N  end of the last delivered period, Unix milliseconds
-//	lease_owner   S  holder of the lease, or its last holder once released
-//	lease_token   N  fencing token, +1 on every Acquire; kept on Release
-//	lease_expires N  lease expiry, Unix milliseconds (absent when released)
-//	rechecks      M  delivered periods still owed a recheck (see state.go)
-//	restated      L  the most recent restatements, newest first (state.go)
-//
-// The checkpoint is a number, not RFC 3339 text, because Commit compares it
-// for equality inside a condition expression: a number has one canonical
-// form (DynamoDB normalises it), so a checkpoint written by hand or by
-// another tool as "…T01:00:00Z" or "…T01:00:00.000Z" cannot make an
-// otherwise equal compare-and-set fail; and it matches lease_expires.
+// State table: HASH "job" (S), one item per job holding its checkpoint,
+// lease, owed rechecks and recent restatements (checkpoint.Store), which is
+// package jobstate (it documents the item layout): Store embeds a
+// *jobstate.State over the state table.
 //
 // The state table also holds the dedupe index (collect.Index: items whose
 // job key is "<job>#claim#<id>" or starts with "<job>#period#"), which is
@@ -54,6 +43,7 @@ import (
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/dynamodb/batch"
 	"github.com/reportjob/reportjob/internal/dynamodb/dedupeindex"
+	"github.com/reportjob/reportjob/internal/dynamodb/jobstate"
 	"github.com/reportjob/reportjob/internal/fence"
 	"github.com/reportjob/reportjob/internal/ingest"
 )
@@ -132,8 +122,10 @@ type API interface {
 var _ API = (*dynamodb.Client)(nil)
 
 // Store is the DynamoDB store. It is safe for concurrent use. The
-// embedded Index is the dedupe index in the state table (collect.Index).
+// embedded State is the job state (checkpoint.Store) and the embedded Index
+// the dedupe index (collect.Index), both in the state table.
 type Store struct {
+	*jobstate.State
 	*dedupeindex.Index
 	api  API
 	opts Options
@@ -193,6 +185,7 @@ func New(api API, opts Options) (*Store, error) {
 		Concurrency: opts.WriteConcurrency, Logger: log,
 	}
 	return &Store{
+		State: jobstate.New(api, opts.StateTable),
 		Index: dedupeindex.New(api, opts.StateTable, b, log),
 		api:   api, opts: opts, log: log, batch: b,
 	}, nil

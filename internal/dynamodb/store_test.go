@@ -107,32 +107,13 @@ func newStore(t testing.TB, api API, opts ...func(*Options)) *Store {
 	return s
 }
 
+// TestConformance runs the data table and job state suites through the
+// Store, which embeds a jobstate.State over its state table (package
+// jobstate tests the job state itself, with lost responses and without
+// ALL_OLD items).
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Backend {
 		s := newStore(t, nil)
-		return storetest.Backend{Source: s, Writer: s, Checkpoints: s}
-	})
-}
-
-// noOldItem is a server that ignores ReturnValuesOnConditionCheckFailure
-// (as dynalite does): the store must read the item itself.
-type noOldItem struct{ API }
-
-func (a noOldItem) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	out, err := a.API.UpdateItem(ctx, in, opts...)
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		ccf.Item = nil
-	}
-	return out, err
-}
-
-func TestConformanceWithoutOldItem(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short")
-	}
-	storetest.Run(t, func(t *testing.T) storetest.Backend {
-		s := newStore(t, noOldItem{testClient(t)})
 		return storetest.Backend{Source: s, Writer: s, Checkpoints: s}
 	})
 }

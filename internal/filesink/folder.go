@@ -23,20 +23,7 @@ func (d folder) close() {
 }
 
 // sync fsyncs the folder.
-func (d folder) sync() error {
-	f, err := d.r.Open(".")
-	if err != nil {
-		return fmt.Errorf("sync folder: %w", err)
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync folder: %w", err)
-	}
-	return nil
-}
+func (d folder) sync() error { return d.syncPath(".") }
 
 // createTemp creates a temporary file in the folder rel ("" for the root),
 // creating the folder if needed (and fsyncing the folders above a new

@@ -14,7 +14,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/dynamodb/batch"
-	"github.com/reportjob/reportjob/internal/storetest"
+	"github.com/reportjob/reportjob/internal/storetest/indextest"
 )
 
 // meterAPI asks for ReturnConsumedCapacity TOTAL on the index's calls and
@@ -148,7 +148,7 @@ func TestIndexCost(t *testing.T) {
 	}
 	report("NewClaimWriter", map[string]int{"GetItem": 1})
 	for _, id := range ids {
-		if err := w.Add(id, storetest.FP(id, 0), true); err != nil {
+		if err := w.Add(id, indextest.FP(id, 0), true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -184,7 +184,7 @@ func TestIndexCost(t *testing.T) {
 		}
 		m.take()
 		for _, id := range tc.ids {
-			if err := w.Add(id, storetest.FP(id, 0), false); err != nil {
+			if err := w.Add(id, indextest.FP(id, 0), false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -202,7 +202,7 @@ func TestIndexCost(t *testing.T) {
 		}
 		m.take()
 		for _, id := range tc.ids {
-			if err := w.Add(id, storetest.FP(id, 0), false); err != nil {
+			if err := w.Add(id, indextest.FP(id, 0), false); err != nil {
 				t.Fatal(err)
 			}
 		}

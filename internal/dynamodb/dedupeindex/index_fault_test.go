@@ -17,7 +17,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/dynamodb/batch"
-	"github.com/reportjob/reportjob/internal/storetest"
+	"github.com/reportjob/reportjob/internal/storetest/indextest"
 )
 
 // getFaultAPI injects BatchGetItem faults: batch decides, for each call
@@ -91,7 +91,7 @@ func ixLookup(t *testing.T, s *Index, ids []string) ([]string, error) {
 	claims, err := s.Lookup(t.Context(), ixJob, ids)
 	var got []string
 	for _, c := range claims {
-		if !c.Period.Equal(ixP0) || c.FP != storetest.FP(c.ID, 0) || !c.Expires.Equal(ixExp) {
+		if !c.Period.Equal(ixP0) || c.FP != indextest.FP(c.ID, 0) || !c.Expires.Equal(ixExp) {
 			t.Errorf("claim %+v: want period %s, the id's fp, expires %s", c, ixP0, ixExp)
 		}
 		got = append(got, c.ID)

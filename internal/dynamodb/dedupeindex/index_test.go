@@ -15,12 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/reportjob/reportjob/internal/collect"
-	"github.com/reportjob/reportjob/internal/storetest"
+	"github.com/reportjob/reportjob/internal/storetest/indextest"
 )
 
 func TestIndexConformance(t *testing.T) {
-	storetest.RunIndex(t, func(t *testing.T) storetest.Backend {
-		return storetest.Backend{Index: newIndex(t, nil)}
+	indextest.Run(t, func(t *testing.T) collect.Index {
+		return newIndex(t, nil)
 	})
 }
 
@@ -41,7 +41,7 @@ func ixWrite(t *testing.T, s *Index, ids []string, write func(i int) bool) error
 		t.Fatalf("NewClaimWriter: %v", err)
 	}
 	for i, id := range ids {
-		if err := w.Add(id, storetest.FP(id, 0), write(i)); err != nil {
+		if err := w.Add(id, indextest.FP(id, 0), write(i)); err != nil {
 			w.Abort()
 			return err
 		}
@@ -205,7 +205,7 @@ func TestIndexCommitConcurrentWriter(t *testing.T) {
 	}
 	for i, w := range []collect.ClaimWriter{w1, w2} {
 		for _, id := range ixRandomIDs(20_000, 24, uint64(10+i)) { // chunks of both are written
-			if err := w.Add(id, storetest.FP(id, 0), false); err != nil {
+			if err := w.Add(id, indextest.FP(id, 0), false); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -267,7 +267,7 @@ func TestIndexAbortDeletesNewChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ixRandomIDs(30_000, 24, 4) {
-		if err := w.Add(id, storetest.FP(id, 0), false); err != nil {
+		if err := w.Add(id, indextest.FP(id, 0), false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,13 +12,12 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/reportjob/reportjob/internal/collect"
-	"github.com/reportjob/reportjob/internal/storetest"
+	"github.com/reportjob/reportjob/internal/storetest/indextest"
 )
 
 func TestIndexConformance(t *testing.T) {
-	storetest.RunIndex(t, func(t *testing.T) storetest.Backend {
-		s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
-		return storetest.Backend{Index: s}
+	indextest.Run(t, func(t *testing.T) collect.Index {
+		return openIndex(t, filepath.Join(t.TempDir(), "store.db"))
 	})
 }
 
@@ -26,10 +25,10 @@ func TestIndexConformance(t *testing.T) {
 // and page edge is crossed many times.
 func TestIndexConformanceSmallBatches(t *testing.T) {
 	ixSmallBatches(t, 7, 3)
-	storetest.RunIndex(t, func(t *testing.T) storetest.Backend {
+	indextest.Run(t, func(t *testing.T) collect.Index {
 		s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
 		s.db.NoSync = true // thousands of tiny transactions
-		return storetest.Backend{Index: s}
+		return s
 	})
 }
 
@@ -55,7 +54,7 @@ func ixCommit(t *testing.T, s *Index, job string, period, expires, now time.Time
 		t.Fatalf("NewClaimWriter: %v", err)
 	}
 	for _, id := range slices.Sorted(slices.Values(ids)) {
-		if err := w.Add(id, storetest.FP(id, 0), write); err != nil {
+		if err := w.Add(id, indextest.FP(id, 0), write); err != nil {
 			t.Fatalf("Add(%q): %v", id, err)
 		}
 	}
@@ -206,7 +205,7 @@ func TestIndexAbandonedGeneration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"x", "y"} {
-		if err := w.Add(id, storetest.FP(id, 0), false); err != nil {
+		if err := w.Add(id, indextest.FP(id, 0), false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package storetest
+package checkpointtest
 
 import (
 	"errors"
@@ -66,8 +66,8 @@ func wantErr(t *testing.T, what string, err, target error) {
 	}
 }
 
-func testLoadUnknown(t *testing.T, b Backend) {
-	st := load(t, b.Checkpoints, "never-seen")
+func testLoadUnknown(t *testing.T, cs checkpoint.Store) {
+	st := load(t, cs, "never-seen")
 	if !st.Checkpoint.IsZero() || st.Lease != (checkpoint.Lease{}) || len(st.Rechecks) != 0 || len(st.Restated) != 0 {
 		t.Errorf("Load of unknown job = %+v, want zero State", st)
 	}
@@ -76,8 +76,7 @@ func testLoadUnknown(t *testing.T, b Backend) {
 	}
 }
 
-func testAcquireRenewRelease(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testAcquireRenewRelease(t *testing.T, cs checkpoint.Store) {
 	l := acquire(t, cs, job, "run-a", t0)
 	if st := load(t, cs, job); !sameLease(st.Lease, l) || !st.Lease.Held(at(time.Second)) {
 		t.Fatalf("Load after Acquire: lease %+v, want %+v held", st.Lease, l)
@@ -129,8 +128,7 @@ func testAcquireRenewRelease(t *testing.T, b Backend) {
 	wantErr(t, "Renew at expiry", err, checkpoint.ErrLeaseLost)
 }
 
-func testLeaseHeld(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testLeaseHeld(t *testing.T, cs checkpoint.Store) {
 	l := acquire(t, cs, job, "run-a", t0)
 	_, err := cs.Acquire(ctx(t), job, "run-b", at(10*time.Second), ttl)
 	var held *checkpoint.HeldError
@@ -148,8 +146,7 @@ func testLeaseHeld(t *testing.T, b Backend) {
 	}
 }
 
-func testLeaseTakeover(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testLeaseTakeover(t *testing.T, cs checkpoint.Store) {
 	a := acquire(t, cs, job, "run-a", t0)
 	// Expired exactly at Expires: another owner takes over.
 	bl := acquire(t, cs, job, "run-b", a.Expires)
@@ -179,8 +176,7 @@ func testLeaseTakeover(t *testing.T, b Backend) {
 	wantCheckpoint(t, cs, job, at(time.Hour))
 }
 
-func testCommitCAS(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testCommitCAS(t *testing.T, cs checkpoint.Store) {
 	l := acquire(t, cs, job, "run-a", t0)
 	now := at(time.Second)
 	p1 := time.Date(2024, 3, 1, 1, 0, 0, 0, time.UTC)
@@ -228,8 +224,7 @@ func testCommitCAS(t *testing.T, b Backend) {
 	}
 }
 
-func testCommitLeaseLost(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testCommitLeaseLost(t *testing.T, cs checkpoint.Store) {
 	p1 := time.Date(2024, 3, 1, 1, 0, 0, 0, time.UTC)
 	err := cs.Commit(ctx(t), job, checkpoint.Lease{Owner: "run-a", Token: 1, Expires: at(ttl)}, t0, time.Time{}, p1, none)
 	wantErr(t, "Commit with a lease never granted", err, checkpoint.ErrLeaseLost)
@@ -259,8 +254,7 @@ func testCommitLeaseLost(t *testing.T, b Backend) {
 	wantCheckpoint(t, cs, job, time.Time{})
 }
 
-func testJobsIndependent(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testJobsIndependent(t *testing.T, cs checkpoint.Store) {
 	const other = "billing-report-eu"
 	a := acquire(t, cs, job, "run-a", t0)
 	o := acquire(t, cs, other, "run-b", t0) // not held: another job
@@ -286,8 +280,7 @@ func testJobsIndependent(t *testing.T, b Backend) {
 	}
 }
 
-func testConcurrentAcquire(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testConcurrentAcquire(t *testing.T, cs checkpoint.Store) {
 	const n = 8
 	var (
 		wg     sync.WaitGroup

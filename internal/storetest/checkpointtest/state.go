@@ -1,4 +1,4 @@
-package storetest
+package checkpointtest
 
 import (
 	"errors"
@@ -91,8 +91,7 @@ func update(t *testing.T, cs checkpoint.Store, l checkpoint.Lease, now time.Time
 	}
 }
 
-func testCommitAppliesUpdate(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testCommitAppliesUpdate(t *testing.T, cs checkpoint.Store) {
 	l := acquire(t, cs, job, "run-a", t0)
 	now := at(time.Second)
 	r0, r1 := rc(0, at(2*time.Second)), rc(1, at(3*time.Second))
@@ -120,8 +119,7 @@ func testCommitAppliesUpdate(t *testing.T, b Backend) {
 	wantState(t, cs, job, "after a Commit with an expired lease", want)
 }
 
-func testCommitRetryAfterSuccess(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testCommitRetryAfterSuccess(t *testing.T, cs checkpoint.Store) {
 	l := acquire(t, cs, job, "run-a", t0)
 	now := at(time.Second)
 	r0, s0 := rc(0, now), rs(0, 2, now)
@@ -151,8 +149,7 @@ func testCommitRetryAfterSuccess(t *testing.T, b Backend) {
 	wantState(t, cs, job, "after the old holder's retry", want)
 }
 
-func testUpdateLeaseFencing(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testUpdateLeaseFencing(t *testing.T, cs checkpoint.Store) {
 	r0, s0 := rc(0, t0), rs(0, 2, t0)
 	u := checkpoint.Update{SetRecheck: &r0, Restated: &s0}
 	never := checkpoint.Lease{Owner: "run-a", Token: 1, Expires: at(ttl)}
@@ -208,8 +205,7 @@ func testUpdateLeaseFencing(t *testing.T, b Backend) {
 	}
 }
 
-func testRechecksOrderAndReplace(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testRechecksOrderAndReplace(t *testing.T, cs checkpoint.Store) {
 	l := acquire(t, cs, job, "run-a", t0)
 	now := at(time.Second)
 	for _, i := range []int{3, 0, 2, 1} {
@@ -259,8 +255,7 @@ func testRechecksOrderAndReplace(t *testing.T, b Backend) {
 	wantState(t, cs, job, "after Release and Acquire", want)
 }
 
-func testRestatedNewestFirst(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testRestatedNewestFirst(t *testing.T, cs checkpoint.Store) {
 	l := acquire(t, cs, job, "run-a", t0)
 	now := at(time.Second)
 	n := checkpoint.MaxRestated + 5
@@ -280,8 +275,7 @@ func testRestatedNewestFirst(t *testing.T, b Backend) {
 	wantState(t, cs, job, "retried Update", want)
 }
 
-func testUpdateRejectsBadInput(t *testing.T, b Backend) {
-	cs := b.Checkpoints
+func testUpdateRejectsBadInput(t *testing.T, cs checkpoint.Store) {
 	l := acquire(t, cs, job, "run-a", t0)
 	now := at(time.Second)
 	r0 := rc(0, now)

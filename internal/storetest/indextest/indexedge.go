@@ -1,4 +1,4 @@
-package storetest
+package indextest
 
 import (
 	"crypto/sha256"
@@ -13,7 +13,7 @@ import (
 	"github.com/reportjob/reportjob/internal/collect"
 )
 
-// Edge cases of the dedupe index suite (RunIndex): odd and bad input,
+// Edge cases of the dedupe index suite (Run): odd and bad input,
 // a large list, concurrency, isolation.
 
 func testOddIDs(t *testing.T, ix collect.Index) {

@@ -1,4 +1,4 @@
-package dynamodb
+package jobstate
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func checkJob(job string) error {
 }
 
 // Load implements checkpoint.Store with a strongly consistent GetItem.
-func (s *Store) Load(ctx context.Context, job string) (checkpoint.State, error) {
+func (s *State) Load(ctx context.Context, job string) (checkpoint.State, error) {
 	if err := checkJob(job); err != nil {
 		return checkpoint.State{}, fmt.Errorf("load checkpoint: %w", err)
 	}
@@ -41,7 +41,7 @@ func (s *Store) Load(ctx context.Context, job string) (checkpoint.State, error) 
 	return st, nil
 }
 
-func (s *Store) load(ctx context.Context, job string) (checkpoint.State, error) {
+func (s *State) load(ctx context.Context, job string) (checkpoint.State, error) {
 	item, err := s.getState(ctx, job)
 	if err != nil {
 		return checkpoint.State{}, err
@@ -50,9 +50,9 @@ func (s *Store) load(ctx context.Context, job string) (checkpoint.State, error) 
 }
 
 // getState returns the job's item as stored (nil when there is none).
-func (s *Store) getState(ctx context.Context, job string) (map[string]types.AttributeValue, error) {
+func (s *State) getState(ctx context.Context, job string) (map[string]types.AttributeValue, error) {
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.opts.StateTable),
+		TableName:      aws.String(s.table),
 		Key:            jobKey(job),
 		ConsistentRead: aws.Bool(true),
 	})
@@ -71,7 +71,7 @@ func (s *Store) getState(ctx context.Context, job string) (map[string]types.Attr
 // was (ReturnValuesOnConditionCheckFailure ALL_OLD). A retry whose first
 // attempt succeeded finds owner holding the lease and takes it again: the
 // lease returned is always the one stored (ReturnValues ALL_NEW).
-func (s *Store) Acquire(ctx context.Context, job, owner string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
+func (s *State) Acquire(ctx context.Context, job, owner string, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
 	if err := checkJob(job); err != nil {
 		return checkpoint.Lease{}, fmt.Errorf("acquire lease: %w", err)
 	}
@@ -81,7 +81,7 @@ func (s *Store) Acquire(ctx context.Context, job, owner string, now time.Time, t
 	expires := now.Add(ttl)
 	for try := 1; ; try++ {
 		out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(s.opts.StateTable),
+			TableName: aws.String(s.table),
 			Key:       jobKey(job),
 			UpdateExpression: aws.String("SET #owner = :me, #exp = :exp, " +
 				"#tok = if_not_exists(#tok, :zero) + :one, #rc = if_not_exists(#rc, :norc)"),
@@ -120,7 +120,7 @@ func (s *Store) Acquire(ctx context.Context, job, owner string, now time.Time, t
 // returns the state the condition saw (from the exception's ALL_OLD item,
 // or read again when the server did not return it). When failed is false,
 // err is returned as is.
-func (s *Store) conditionFailed(ctx context.Context, job string, err error) (st checkpoint.State, failed bool, _ error) {
+func (s *State) conditionFailed(ctx context.Context, job string, err error) (st checkpoint.State, failed bool, _ error) {
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
 		return st, false, err
@@ -173,7 +173,7 @@ func leaseLost(st checkpoint.State, l checkpoint.Lease, now time.Time) error {
 // on l being the current lease and unexpired at now. When the condition
 // fails on a retry of a renewal that succeeded (the item shows l with an
 // expiry at or after now+ttl), the renewal stands.
-func (s *Store) Renew(ctx context.Context, job string, l checkpoint.Lease, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
+func (s *State) Renew(ctx context.Context, job string, l checkpoint.Lease, now time.Time, ttl time.Duration) (checkpoint.Lease, error) {
 	if err := checkJob(job); err != nil {
 		return checkpoint.Lease{}, fmt.Errorf("renew lease: %w", err)
 	}
@@ -188,7 +188,7 @@ func (s *Store) Renew(ctx context.Context, job string, l checkpoint.Lease, now t
 	vals[":newexp"] = numAV(ms(expires))
 	names["#exp"] = attrLeaseExpires
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           aws.String(s.opts.StateTable),
+		TableName:                           aws.String(s.table),
 		Key:                                 jobKey(job),
 		UpdateExpression:                    aws.String("SET #exp = :newexp"),
 		ConditionExpression:                 aws.String(cond),
@@ -215,7 +215,7 @@ func (s *Store) Renew(ctx context.Context, job string, l checkpoint.Lease, now t
 // so that tokens keep growing) when l is the current lease. A lost lease
 // is left alone and is not an error; nor is a retry of a release that
 // succeeded.
-func (s *Store) Release(ctx context.Context, job string, l checkpoint.Lease) error {
+func (s *State) Release(ctx context.Context, job string, l checkpoint.Lease) error {
 	if err := checkJob(job); err != nil {
 		return fmt.Errorf("release lease: %w", err)
 	}
@@ -225,7 +225,7 @@ func (s *Store) Release(ctx context.Context, job string, l checkpoint.Lease) err
 	cond, names, vals := leaseCond(l, nil)
 	names["#exp"] = attrLeaseExpires
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.opts.StateTable),
+		TableName:                 aws.String(s.table),
 		Key:                       jobKey(job),
 		UpdateExpression:          aws.String("REMOVE #exp"),
 		ConditionExpression:       aws.String(cond),
@@ -246,7 +246,7 @@ func (s *Store) Release(ctx context.Context, job string, l checkpoint.Lease) err
 // fails, the item as it was (ALL_OLD) tells a retry of this very Commit
 // that succeeded (checkpoint already at to under l: nil) from ErrLeaseLost
 // and ErrConflict. Times are stored in whole milliseconds.
-func (s *Store) Commit(ctx context.Context, job string, l checkpoint.Lease, now time.Time, from, to time.Time, u checkpoint.Update) error {
+func (s *State) Commit(ctx context.Context, job string, l checkpoint.Lease, now time.Time, from, to time.Time, u checkpoint.Update) error {
 	if err := checkJob(job); err != nil {
 		return fmt.Errorf("commit checkpoint: %w", err)
 	}
@@ -270,7 +270,7 @@ func (s *Store) Commit(ctx context.Context, job string, l checkpoint.Lease, now 
 // u's changes, when l is the current lease unexpired at now. It is
 // idempotent: a recheck entry is set or removed whole, and a restatement
 // already recorded (same period start and revision) is not recorded again.
-func (s *Store) Update(ctx context.Context, job string, l checkpoint.Lease, now time.Time, u checkpoint.Update) error {
+func (s *State) Update(ctx context.Context, job string, l checkpoint.Lease, now time.Time, u checkpoint.Update) error {
 	if err := checkJob(job); err != nil {
 		return fmt.Errorf("update state: %w", err)
 	}
@@ -299,7 +299,7 @@ type move struct{ from, to time.Time }
 // prepend, trim), set whole, and conditional on the stored list being the
 // one read: when another write changed it in between, writeState reads it
 // again (at most stateTries times).
-func (s *Store) writeState(ctx context.Context, job string, l checkpoint.Lease, now time.Time, mv *move, u checkpoint.Update) error {
+func (s *State) writeState(ctx context.Context, job string, l checkpoint.Lease, now time.Time, mv *move, u checkpoint.Update) error {
 	for try := 1; ; try++ {
 		cond, names, vals := leaseCond(l, &now)
 		var set, remove []string
@@ -366,7 +366,7 @@ func (s *Store) writeState(ctx context.Context, job string, l checkpoint.Lease, 
 			expr = append(expr, "REMOVE "+strings.Join(remove, ", "))
 		}
 		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                           aws.String(s.opts.StateTable),
+			TableName:                           aws.String(s.table),
 			Key:                                 jobKey(job),
 			UpdateExpression:                    aws.String(strings.Join(expr, " ")),
 			ConditionExpression:                 aws.String(cond),

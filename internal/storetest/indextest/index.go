@@ -1,6 +1,18 @@
-package storetest
+// Package indextest is the conformance suite every dedupe index
+// (collect.Index) passes. A backend's own test calls Run with a factory
+// that opens a fresh, empty index:
+//
+//	func TestIndexConformance(t *testing.T) {
+//		indextest.Run(t, func(t *testing.T) collect.Index {
+//			return openFresh(t) // new file, or new table
+//		})
+//	}
+//
+// FP makes the test fingerprints the suite uses, for backends' own tests.
+package indextest
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"slices"
@@ -11,12 +23,13 @@ import (
 	"github.com/reportjob/reportjob/internal/collect"
 )
 
-// RunIndex runs the dedupe index (collect.Index) conformance tests against
-// the backends open returns (Backend.Index must be set), each subtest with
-// a store of its own. Times are whole seconds, UTC, and far in the future,
-// so that a store that expires items by the wall clock (DynamoDB's Time to
+// Run runs the dedupe index (collect.Index) conformance tests against the
+// indexes open returns, each subtest with an index of its own (a fresh,
+// empty store: new file / new table; open registers its own cleanup with
+// t.Cleanup). Times are whole seconds, UTC, and far in the future, so
+// that a store that expires items by the wall clock (DynamoDB's Time to
 // Live) keeps them; sweeping by the report clock is each store's own test.
-func RunIndex(t *testing.T, open func(t *testing.T) Backend) {
+func Run(t *testing.T, open func(t *testing.T) collect.Index) {
 	t.Helper()
 	tests := []struct {
 		name string
@@ -38,14 +51,16 @@ func RunIndex(t *testing.T, open func(t *testing.T) Backend) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := open(t)
-			if b.Index == nil {
-				t.Fatalf("backend factory returned a Backend without an Index")
+			ix := open(t)
+			if ix == nil {
+				t.Fatalf("index factory returned nil")
 			}
-			tc.fn(t, b.Index)
+			tc.fn(t, ix)
 		})
 	}
 }
+
+func ctx(t *testing.T) context.Context { return t.Context() }
 
 const ixJob = "billing-report"
 

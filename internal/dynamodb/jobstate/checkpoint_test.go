@@ -1,4 +1,4 @@
-package dynamodb
+package jobstate
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
-	"github.com/reportjob/reportjob/internal/storetest"
+	"github.com/reportjob/reportjob/internal/storetest/checkpointtest"
 )
 
 // How lossyAPI loses a response.
@@ -83,21 +83,21 @@ func (a *lossyAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	return out, err
 }
 
-func newLossyStore(t *testing.T, mode lossMode) (*Store, *lossyAPI) {
+func newLossyState(t *testing.T, mode lossMode) (*State, *lossyAPI) {
 	t.Helper()
 	api := &lossyAPI{API: testClient(t), mode: mode}
-	s := newStore(t, api)
-	api.table = s.opts.StateTable
+	s := newState(t, api)
+	api.table = s.table
 	return s, api
 }
 
-// The whole conformance suite, with every UpdateItem performed twice (the
+// The whole job state suite, with every UpdateItem performed twice (the
 // first response lost): a retry must never turn a success into an error.
 func TestConformanceLostResponses(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Backend {
-		s, api := newLossyStore(t, repeat)
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Store {
+		s, api := newLossyState(t, repeat)
 		api.arm(-1)
-		return storetest.Backend{Source: s, Writer: s, Checkpoints: s}
+		return s
 	})
 }
 
@@ -107,7 +107,7 @@ var (
 	cpNow = time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
 )
 
-func mustLoad(t *testing.T, s *Store, job string) checkpoint.State {
+func mustLoad(t *testing.T, s *State, job string) checkpoint.State {
 	t.Helper()
 	st, err := s.Load(t.Context(), job)
 	if err != nil {
@@ -132,9 +132,9 @@ func TestLostResponse(t *testing.T) {
 		modes []lossMode
 		// run calls the method under test with the response lost; it
 		// returns what the test then checks against the stored state.
-		run func(t *testing.T, s *Store, l checkpoint.Lease) (want checkpoint.State)
+		run func(t *testing.T, s *State, l checkpoint.Lease) (want checkpoint.State)
 	}{
-		{"Acquire", []lossMode{repeat}, func(t *testing.T, s *Store, l checkpoint.Lease) checkpoint.State {
+		{"Acquire", []lossMode{repeat}, func(t *testing.T, s *State, l checkpoint.Lease) checkpoint.State {
 			got, err := s.Acquire(t.Context(), cpJob, "run-a", cpNow.Add(time.Second), time.Minute)
 			if err != nil {
 				t.Fatalf("Acquire: %v", err)
@@ -144,7 +144,7 @@ func TestLostResponse(t *testing.T) {
 			}
 			return checkpoint.State{Lease: got}
 		}},
-		{"Renew", []lossMode{repeat, failedRetry}, func(t *testing.T, s *Store, l checkpoint.Lease) checkpoint.State {
+		{"Renew", []lossMode{repeat, failedRetry}, func(t *testing.T, s *State, l checkpoint.Lease) checkpoint.State {
 			got, err := s.Renew(t.Context(), cpJob, l, cpNow.Add(30*time.Second), time.Minute)
 			if err != nil {
 				t.Fatalf("Renew: %v", err)
@@ -154,13 +154,13 @@ func TestLostResponse(t *testing.T) {
 			}
 			return checkpoint.State{Lease: got}
 		}},
-		{"Release", []lossMode{repeat, failedRetry}, func(t *testing.T, s *Store, l checkpoint.Lease) checkpoint.State {
+		{"Release", []lossMode{repeat, failedRetry}, func(t *testing.T, s *State, l checkpoint.Lease) checkpoint.State {
 			if err := s.Release(t.Context(), cpJob, l); err != nil {
 				t.Fatalf("Release: %v", err)
 			}
 			return checkpoint.State{Lease: checkpoint.Lease{Owner: l.Owner, Token: l.Token}}
 		}},
-		{"Commit", []lossMode{repeat, failedRetry}, func(t *testing.T, s *Store, l checkpoint.Lease) checkpoint.State {
+		{"Commit", []lossMode{repeat, failedRetry}, func(t *testing.T, s *State, l checkpoint.Lease) checkpoint.State {
 			u := checkpoint.Update{SetRecheck: &r0, Restated: &rs}
 			if err := s.Commit(t.Context(), cpJob, l, cpNow.Add(time.Second), time.Time{}, cpNow.Add(-time.Hour), u); err != nil {
 				t.Fatalf("Commit: %v", err)
@@ -168,7 +168,7 @@ func TestLostResponse(t *testing.T) {
 			return checkpoint.State{Checkpoint: cpNow.Add(-time.Hour), Lease: l, Rechecks: []checkpoint.Recheck{r0},
 				Restated: []checkpoint.Restatement{rs}}
 		}},
-		{"Update", []lossMode{repeat, failedRetry}, func(t *testing.T, s *Store, l checkpoint.Lease) checkpoint.State {
+		{"Update", []lossMode{repeat, failedRetry}, func(t *testing.T, s *State, l checkpoint.Lease) checkpoint.State {
 			u := checkpoint.Update{SetRecheck: &r1, Restated: &rs}
 			if err := s.Update(t.Context(), cpJob, l, cpNow.Add(time.Second), u); err != nil {
 				t.Fatalf("Update: %v", err)
@@ -179,7 +179,7 @@ func TestLostResponse(t *testing.T) {
 	for _, tc := range tests {
 		for _, mode := range tc.modes {
 			t.Run(fmt.Sprintf("%s/%s", tc.name, map[lossMode]string{repeat: "repeat", failedRetry: "failedRetry"}[mode]), func(t *testing.T) {
-				s, api := newLossyStore(t, mode)
+				s, api := newLossyState(t, mode)
 				l, err := s.Acquire(t.Context(), cpJob, "run-a", cpNow, time.Minute)
 				if err != nil {
 					t.Fatal(err)
@@ -205,7 +205,7 @@ func TestLostResponse(t *testing.T) {
 // A Commit whose retry fails its own condition is recognised from the
 // item, not from luck: the retry's answer was a failed condition.
 func TestLostCommitResponseIsConditionFailure(t *testing.T) {
-	s, api := newLossyStore(t, repeat)
+	s, api := newLossyState(t, repeat)
 	l, err := s.Acquire(t.Context(), cpJob, "run-a", cpNow, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -233,10 +233,10 @@ func TestLostCommitResponseIsConditionFailure(t *testing.T) {
 	}
 }
 
-func putState(t *testing.T, s *Store, item map[string]types.AttributeValue) {
+func putState(t *testing.T, s *State, item map[string]types.AttributeValue) {
 	t.Helper()
 	item[attrJob] = strAV(cpJob)
-	_, err := s.api.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(s.opts.StateTable), Item: item})
+	_, err := testClient(t).PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func putState(t *testing.T, s *Store, item map[string]types.AttributeValue) {
 // An item written by the first version (no rechecks map, no restated
 // list) is read, and its next holder can set rechecks.
 func TestFirstVersionItem(t *testing.T) {
-	s := newStore(t, nil)
+	s := newState(t, nil)
 	putState(t, s, map[string]types.AttributeValue{
 		attrCheckpoint: numAV(ms(cpNow.Add(-time.Hour))), attrLeaseOwner: strAV("old-run"),
 		attrLeaseToken: numAV(7), attrLeaseExpires: numAV(ms(cpNow.Add(time.Minute))),
@@ -291,7 +291,7 @@ func TestBadStateItem(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStore(t, nil)
+			s := newState(t, nil)
 			putState(t, s, tc.item)
 			_, err := s.Load(t.Context(), cpJob)
 			for _, w := range tc.want {
@@ -306,7 +306,7 @@ func TestBadStateItem(t *testing.T) {
 // Two writers under one lease record restatements at once: none is lost
 // (the restated list is set conditionally on the list each one read).
 func TestConcurrentRestatements(t *testing.T) {
-	s := newStore(t, nil)
+	s := newState(t, nil)
 	l, err := s.Acquire(t.Context(), cpJob, "run-a", cpNow, time.Hour)
 	if err != nil {
 		t.Fatal(err)

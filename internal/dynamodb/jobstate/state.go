@@ -1,4 +1,4 @@
-package dynamodb
+package jobstate
 
 import (
 	"fmt"
@@ -11,26 +11,7 @@ import (
 	"github.com/reportjob/reportjob/internal/checkpoint"
 )
 
-// A job's item in the state table (HASH "job" = the job name; times are
-// Unix milliseconds):
-//
-//	job           S  job name
-//	checkpoint    N  end of the last delivered period (absent: none yet)
-//	lease_owner   S  holder of the lease, or its last holder once released
-//	lease_token   N  fencing token, +1 on every Acquire; kept on Release
-//	lease_expires N  lease expiry (absent when released)
-//	rechecks      M  periods owed a recheck: key = period start in decimal
-//	                 Unix milliseconds ("1709251200000"), value =
-//	                 M{end: N, read: N (absent when zero)}; created empty by
-//	                 Acquire when missing (items of the first version)
-//	restated      L  latest restatements, newest first, at most
-//	                 checkpoint.MaxRestated: M{start: N, end: N,
-//	                 revision: N, reason: S, at: N (absent when zero),
-//	                 items_before: N, items_after: N}; absent when none
-//
-// A map keyed by period start lets Commit and Update set or remove one
-// entry (SET rechecks.#k = :v, REMOVE rechecks.#k) without reading the
-// others; the short restated list is set whole.
+// Attributes of a job's item (see the package doc for the layout).
 const (
 	attrCheckpoint   = "checkpoint"
 	attrLeaseOwner   = "lease_owner"
@@ -97,7 +78,7 @@ func restatedAV(list []checkpoint.Restatement) types.AttributeValue {
 
 // parseState decodes a state item; nil is the zero State. Rechecks and
 // Restated are never nil.
-func (s *Store) parseState(av map[string]types.AttributeValue) (checkpoint.State, error) {
+func (s *State) parseState(av map[string]types.AttributeValue) (checkpoint.State, error) {
 	st := checkpoint.State{Rechecks: []checkpoint.Recheck{}, Restated: []checkpoint.Restatement{}}
 	if av == nil {
 		return st, nil
@@ -110,7 +91,7 @@ func (s *Store) parseState(av map[string]types.AttributeValue) (checkpoint.State
 	if v, ok := av[attrLeaseOwner]; ok {
 		o, isS := v.(*types.AttributeValueMemberS)
 		if !isS {
-			return st, fmt.Errorf("table %q: attribute %s has type %s, want S", s.opts.StateTable, attrLeaseOwner, avType(v))
+			return st, fmt.Errorf("table %q: attribute %s has type %s, want S", s.table, attrLeaseOwner, avType(v))
 		}
 		st.Lease.Owner = o.Value
 	}
@@ -133,24 +114,24 @@ func (s *Store) parseState(av map[string]types.AttributeValue) (checkpoint.State
 	return st, nil
 }
 
-func (s *Store) parseRechecks(v types.AttributeValue) ([]checkpoint.Recheck, error) {
+func (s *State) parseRechecks(v types.AttributeValue) ([]checkpoint.Recheck, error) {
 	out := []checkpoint.Recheck{}
 	if v == nil {
 		return out, nil
 	}
 	m, ok := v.(*types.AttributeValueMemberM)
 	if !ok {
-		return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.opts.StateTable, attrRechecks, avType(v))
+		return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.table, attrRechecks, avType(v))
 	}
 	for k, e := range m.Value {
 		path := attrRechecks + "." + k
 		start, err := strconv.ParseInt(k, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("table %q: attribute %s: key %q is not Unix milliseconds", s.opts.StateTable, attrRechecks, k)
+			return nil, fmt.Errorf("table %q: attribute %s: key %q is not Unix milliseconds", s.table, attrRechecks, k)
 		}
 		em, ok := e.(*types.AttributeValueMemberM)
 		if !ok {
-			return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.opts.StateTable, path, avType(e))
+			return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.table, path, avType(e))
 		}
 		end, _, err := s.intField(em.Value, path, fieldEnd, true)
 		if err != nil {
@@ -168,20 +149,20 @@ func (s *Store) parseRechecks(v types.AttributeValue) ([]checkpoint.Recheck, err
 	return out, nil
 }
 
-func (s *Store) parseRestated(v types.AttributeValue) ([]checkpoint.Restatement, error) {
+func (s *State) parseRestated(v types.AttributeValue) ([]checkpoint.Restatement, error) {
 	out := []checkpoint.Restatement{}
 	if v == nil {
 		return out, nil
 	}
 	l, ok := v.(*types.AttributeValueMemberL)
 	if !ok {
-		return nil, fmt.Errorf("table %q: attribute %s has type %s, want L", s.opts.StateTable, attrRestated, avType(v))
+		return nil, fmt.Errorf("table %q: attribute %s has type %s, want L", s.table, attrRestated, avType(v))
 	}
 	for i, e := range l.Value {
 		path := fmt.Sprintf("%s[%d]", attrRestated, i)
 		em, ok := e.(*types.AttributeValueMemberM)
 		if !ok {
-			return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.opts.StateTable, path, avType(e))
+			return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.table, path, avType(e))
 		}
 		var n [5]int64
 		for j, f := range []string{fieldStart, fieldEnd, fieldRevision, fieldItemsBefore, fieldItemsAfter} {
@@ -200,7 +181,7 @@ func (s *Store) parseRestated(v types.AttributeValue) ([]checkpoint.Restatement,
 		if rv, ok := em.Value[fieldReason]; ok {
 			rs, isS := rv.(*types.AttributeValueMemberS)
 			if !isS {
-				return nil, fmt.Errorf("table %q: attribute %s.%s has type %s, want S", s.opts.StateTable, path, fieldReason, avType(rv))
+				return nil, fmt.Errorf("table %q: attribute %s.%s has type %s, want S", s.table, path, fieldReason, avType(rv))
 			}
 			r.Reason = rs.Value
 		}
@@ -212,7 +193,7 @@ func (s *Store) parseRestated(v types.AttributeValue) ([]checkpoint.Restatement,
 // intField decodes the integer N attribute name of m, whose path (for
 // errors) is path ("" at the top). ok is false when it is absent, which
 // is an error when required.
-func (s *Store) intField(m map[string]types.AttributeValue, path, name string, required bool) (_ int64, ok bool, _ error) {
+func (s *State) intField(m map[string]types.AttributeValue, path, name string, required bool) (_ int64, ok bool, _ error) {
 	if path != "" {
 		path += "."
 	}
@@ -220,17 +201,17 @@ func (s *Store) intField(m map[string]types.AttributeValue, path, name string, r
 	v, ok := m[name]
 	if !ok {
 		if required {
-			return 0, false, fmt.Errorf("table %q: attribute %s is missing", s.opts.StateTable, path)
+			return 0, false, fmt.Errorf("table %q: attribute %s is missing", s.table, path)
 		}
 		return 0, false, nil
 	}
 	n, isN := v.(*types.AttributeValueMemberN)
 	if !isN {
-		return 0, false, fmt.Errorf("table %q: attribute %s has type %s, want N", s.opts.StateTable, path, avType(v))
+		return 0, false, fmt.Errorf("table %q: attribute %s has type %s, want N", s.table, path, avType(v))
 	}
 	i, err := strconv.ParseInt(n.Value, 10, 64)
 	if err != nil {
-		return 0, false, fmt.Errorf("table %q: attribute %s = %q, want an integer", s.opts.StateTable, path, n.Value)
+		return 0, false, fmt.Errorf("table %q: attribute %s = %q, want an integer", s.table, path, n.Value)
 	}
 	return i, true, nil
 }
