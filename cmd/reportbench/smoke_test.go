@@ -41,8 +41,13 @@ func TestSmoke(t *testing.T) {
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Run) != 2 || len(res.RawRead) != 1 || len(res.Ingest) != 2 {
-		t.Fatalf("results: %d runs, %d raw reads, %d ingests; want 2, 1, 2", len(res.Run), len(res.RawRead), len(res.Ingest))
+	// Runs: with line items, summary only, summary only without the
+	// dedupe-window index.
+	if len(res.Run) != 3 || len(res.RawRead) != 1 || len(res.Ingest) != 2 {
+		t.Fatalf("results: %d runs, %d raw reads, %d ingests; want 3, 1, 2", len(res.Run), len(res.RawRead), len(res.Ingest))
+	}
+	if !res.Run[2].NoWindow || res.Run[0].NoWindow || res.Run[1].NoWindow {
+		t.Errorf("run rows: want only the third without the dedupe window: %v %v %v", res.Run[0].NoWindow, res.Run[1].NoWindow, res.Run[2].NoWindow)
 	}
 	for _, r := range res.Run {
 		if r.Tx != 300 || r.Proc.PeakAnonKB <= 0 || r.Proc.MaxRSSKB <= 0 || r.Ratio <= 0 || r.Proc.Samples == 0 {
