@@ -28,6 +28,13 @@ func WithContext(ctx context.Context, c Checker) context.Context {
 	return context.WithValue(ctx, ctxKey{}, c)
 }
 
+// Without returns ctx without its Checker: for requests that only discard
+// data and must go out even after the lease is gone (aborting a multipart
+// upload, so that its parts are not left stored).
+func Without(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ctxKey{}, nil)
+}
+
 // Check asks ctx's Checker, if any.
 func Check(ctx context.Context) error {
 	c, _ := ctx.Value(ctxKey{}).(Checker)

@@ -17,19 +17,40 @@ const DefaultLeaseTTL = 2 * time.Minute
 // holder keeps a run's lease: it renews it in the background and fences
 // every write. Its local deadline (from just before the request that
 // granted or renewed the lease, plus the TTL less a tenth of it for clock
-// skew between hosts; on the monotonic clock, as Job.Clock defaults to
-// time.Now) passes before the store's expiry could: a holder that stalls
-// (a paused process, a long GC, a suspended VM) finds its deadline passed
-// when it resumes, and writes nothing more, before the renewal that would
-// tell it so comes back.
+// skew between hosts) passes before the store's expiry could: a holder
+// that stalls (a paused process, a long GC, a suspended VM) finds its
+// deadline passed when it resumes, and writes nothing more, before the
+// renewal that would tell it so comes back.
+//
+// The deadline is kept twice and both must be ahead: on the monotonic
+// clock, which a change of the wall clock cannot move, and on the wall
+// clock, which keeps counting while the machine or VM is suspended (Go's
+// monotonic clock is CLOCK_MONOTONIC on Linux, which does not). A wall
+// clock set forward can only make the run stop early, the safe side.
 type holder struct {
 	j      *Job
 	cancel context.CancelCauseFunc
 
 	mu       sync.Mutex
 	lease    checkpoint.Lease
-	deadline time.Time // monotonic
+	deadline deadline
 	lost     error
+}
+
+// deadline is a lease's local deadline on both clocks.
+type deadline struct {
+	mono, wall time.Time
+}
+
+// deadlineAt returns the deadline ttl after sent (a time.Now reading, or a test
+// clock's time without a monotonic reading: then both are the same).
+func deadlineAt(sent time.Time, ttl time.Duration) deadline {
+	return deadline{mono: sent.Add(ttl), wall: sent.Round(0).Add(ttl)}
+}
+
+// passed tells whether now is at or past the deadline on either clock.
+func (d deadline) passed(now time.Time) bool {
+	return !now.Before(d.mono) || !now.Round(0).Before(d.wall)
 }
 
 // ErrFenced wraps checkpoint.ErrLeaseLost when the local deadline of the
@@ -43,7 +64,7 @@ func (h *holder) Check() error {
 	if h.lost != nil {
 		return h.lost
 	}
-	if !h.j.now().Before(h.deadline) {
+	if h.deadline.passed(h.j.now()) {
 		return ErrFenced
 	}
 	return nil
@@ -66,7 +87,7 @@ func (j *Job) acquire(ctx context.Context, cancel context.CancelCauseFunc) (*hol
 		return nil, fmt.Errorf("acquire lease: %w", err)
 	}
 	h := &holder{j: j, cancel: cancel, lease: l}
-	h.deadline = sent.Add(j.ttl() - h.margin())
+	h.deadline = deadlineAt(sent, j.ttl()-h.margin())
 	return h, nil
 }
 
@@ -103,7 +124,7 @@ func (h *holder) keep(ctx context.Context) <-chan struct{} {
 			}
 			h.mu.Lock()
 			h.lease = nl
-			h.deadline = sent.Add(h.j.ttl() - h.margin())
+			h.deadline = deadlineAt(sent, h.j.ttl()-h.margin())
 			h.mu.Unlock()
 		}
 	}()

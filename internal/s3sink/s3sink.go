@@ -36,6 +36,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/reportjob/reportjob/internal/fence"
 	"github.com/reportjob/reportjob/internal/sink"
 	"github.com/reportjob/reportjob/internal/sink/driver"
 )
@@ -335,7 +336,9 @@ func (s *Sink) abortMultipart(ctx context.Context, key *string, uploadErr error)
 	if !errors.As(uploadErr, &mf) || mf.UploadID() == "" {
 		return nil
 	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), abortTimeout)
+	// Not fenced: an abort only discards the parts, and a run that lost
+	// its lease must not leave them stored.
+	actx, cancel := context.WithTimeout(fence.Without(context.WithoutCancel(ctx)), abortTimeout)
 	defer cancel()
 	_, err := s.client.AbortMultipartUpload(actx, &s3.AbortMultipartUploadInput{
 		Bucket:   aws.String(s.opts.Bucket),
