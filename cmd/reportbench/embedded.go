@@ -85,9 +85,9 @@ log: {level: warn}
 }
 
 // runEmbedded measures `run` at each size: a store of n generated
-// transactions in one period, delivered once with line items and once
-// summary only (two jobs on the same store, each a first delivery), and the
-// raw read of the same items.
+// transactions in one period, delivered with line items, summary only, and
+// summary only without the dedupe-window index (three jobs on the same
+// store, each a first delivery), and the raw read of the same items.
 func (b *bench) runEmbedded(ctx context.Context, sizes []int) error {
 	for _, n := range sizes {
 		dir, err := b.workdir(fmt.Sprintf("run-%d", n))

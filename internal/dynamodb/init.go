@@ -10,15 +10,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/reportjob/reportjob/internal/dynamodb/attr"
 	"github.com/reportjob/reportjob/internal/dynamodb/dedupeindex"
 )
 
 // ErrSchema means a table exists with a key schema other than the one the
 // store needs. Errors that match it name the table and the attribute.
 var ErrSchema = errors.New("table key schema mismatch")
-
-// attrJob is the state table's key.
-const attrJob = "job"
 
 type keyAttr struct{ name, keyType string }
 
@@ -36,7 +34,7 @@ func (s *Store) Init(ctx context.Context) error {
 		keys []keyAttr
 	}{
 		{s.opts.Table, []keyAttr{{s.opts.PartitionAttr, "HASH"}, {s.opts.SortAttr, "RANGE"}}},
-		{s.opts.StateTable, []keyAttr{{attrJob, "HASH"}}},
+		{s.opts.StateTable, []keyAttr{{attr.Job, "HASH"}}},
 	}
 	for _, t := range tables {
 		if err := s.ensureTable(ctx, t.name, t.keys); err != nil {

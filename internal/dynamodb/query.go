@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/reportjob/reportjob/internal/dynamodb/attr"
 	"github.com/reportjob/reportjob/internal/item"
 )
 
@@ -67,7 +68,7 @@ func (s *Store) fromAttributeValues(av map[string]types.AttributeValue) (item.It
 		case s.opts.PartitionAttr, s.opts.SortAttr:
 			sv, ok := v.(*types.AttributeValueMemberS)
 			if !ok {
-				return item.Item{}, fmt.Errorf("key attribute %s has type %s, want S", name, avType(v))
+				return item.Item{}, fmt.Errorf("key attribute %s has type %s, want S", name, attr.TypeName(v))
 			}
 			if name == s.opts.PartitionAttr {
 				it.PK = sv.Value
@@ -82,38 +83,10 @@ func (s *Store) fromAttributeValues(av map[string]types.AttributeValue) (item.It
 		case *types.AttributeValueMemberN:
 			it.Attrs[name] = item.N(v.Value)
 		default:
-			it.Attrs[name] = item.Value{Type: item.Other, Text: avType(v)}
+			it.Attrs[name] = item.Value{Type: item.Other, Text: attr.TypeName(v)}
 		}
 	}
 	return it, nil
-}
-
-// avType names an AttributeValue's DynamoDB type.
-func avType(v types.AttributeValue) string {
-	switch v.(type) {
-	case *types.AttributeValueMemberS:
-		return "S"
-	case *types.AttributeValueMemberN:
-		return "N"
-	case *types.AttributeValueMemberB:
-		return "B"
-	case *types.AttributeValueMemberBOOL:
-		return "BOOL"
-	case *types.AttributeValueMemberNULL:
-		return "NULL"
-	case *types.AttributeValueMemberM:
-		return "M"
-	case *types.AttributeValueMemberL:
-		return "L"
-	case *types.AttributeValueMemberSS:
-		return "SS"
-	case *types.AttributeValueMemberNS:
-		return "NS"
-	case *types.AttributeValueMemberBS:
-		return "BS"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
 }
 
 // toAttributeValues converts an item for writing. Only S and N attributes

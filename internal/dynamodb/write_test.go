@@ -17,6 +17,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/reportjob/reportjob/internal/dynamodb/batch"
+	"github.com/reportjob/reportjob/internal/dynamodb/ddbtest"
 	"github.com/reportjob/reportjob/internal/ingest"
 	"github.com/reportjob/reportjob/internal/item"
 )
@@ -35,29 +36,9 @@ func (f *faultAPI) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteIt
 	f.calls++
 	call := f.calls
 	f.mu.Unlock()
-	var table string
-	var reqs []types.WriteRequest
-	for t, r := range in.RequestItems {
-		table, reqs = t, r
-	}
-	write, unprocessed, err := f.batch(call, reqs)
-	if err != nil {
-		return nil, err
-	}
-	if len(write) > 0 {
-		out, err := f.API.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]types.WriteRequest{table: write}}, opts...)
-		if err != nil {
-			return nil, err
-		}
-		if len(out.UnprocessedItems) > 0 {
-			return nil, fmt.Errorf("real server left items unprocessed: %v", out.UnprocessedItems)
-		}
-	}
-	out := &dynamodb.BatchWriteItemOutput{}
-	if len(unprocessed) > 0 {
-		out.UnprocessedItems = map[string][]types.WriteRequest{table: unprocessed}
-	}
-	return out, nil
+	return ddbtest.InjectBatchWrite(ctx, f.API, in, opts, func(reqs []types.WriteRequest) ([]types.WriteRequest, []types.WriteRequest, error) {
+		return f.batch(call, reqs)
+	})
 }
 
 func (f *faultAPI) callCount() int {

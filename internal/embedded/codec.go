@@ -155,27 +155,12 @@ func decodeAttrsIn(b []byte, all string) (map[string]item.Value, error) {
 }
 
 // knownName returns the contract's attribute name equal to b, "" for
-// another name.
+// another name. The comparisons do not allocate.
 func knownName(b []byte) string {
-	switch string(b) { // no allocation: the compiler compares in place
-	case item.AttrTransactionID:
-		return item.AttrTransactionID
-	case item.AttrAgencyID:
-		return item.AttrAgencyID
-	case item.AttrAmount:
-		return item.AttrAmount
-	case item.AttrCurrency:
-		return item.AttrCurrency
-	case item.AttrKind:
-		return item.AttrKind
-	case item.AttrCommissionBPS:
-		return item.AttrCommissionBPS
-	case item.AttrCustomerID:
-		return item.AttrCustomerID
-	case item.AttrProductID:
-		return item.AttrProductID
-	case item.AttrRecordedAt:
-		return item.AttrRecordedAt
+	for _, n := range item.ContractAttrs {
+		if string(b) == n {
+			return n
+		}
 	}
 	return ""
 }

@@ -50,6 +50,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/dynamodb/attr"
 	"github.com/reportjob/reportjob/internal/dynamodb/batch"
 )
 
@@ -88,9 +89,8 @@ func New(api API, table string, b *batch.Retrier, log *slog.Logger) *Index {
 // seconds: the state table's Time to Live attribute.
 const AttrExpiresAt = "expires_at"
 
-// Attribute names of the index items, and the state table's key.
+// Attribute names of the index items (the key is attr.Job).
 const (
-	attrJob       = "job"
 	attrExpiresAt = AttrExpiresAt
 	attrPeriod    = "period"
 	attrFP        = "fp"
@@ -111,35 +111,11 @@ const (
 func claimKey(job, id string) string { return job + "#claim#" + id }
 
 func headKey(job string, period time.Time) string {
-	return job + "#period#" + strconv.FormatInt(ms(period), 10)
+	return job + "#period#" + strconv.FormatInt(period.UnixMilli(), 10)
 }
 
 func chunkKey(job string, period time.Time, gen, n int64) string {
 	return headKey(job, period) + "#" + strconv.FormatInt(gen, 10) + "#" + strconv.FormatInt(n, 10)
-}
-
-func binAV(b []byte) types.AttributeValue { return &types.AttributeValueMemberB{Value: b} }
-
-func jobKey(job string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrJob: &types.AttributeValueMemberS{Value: job}}
-}
-
-func numAV(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-func strAV(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-
-// ms is t in Unix milliseconds.
-func ms(t time.Time) int64 { return t.UnixMilli() }
-
-func fromMS(n int64) time.Time { return time.UnixMilli(n).UTC() }
-
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "none"
-	}
-	return t.UTC().Format(time.RFC3339Nano)
 }
 
 // Lookup implements collect.Index with one strongly consistent BatchGetItem
@@ -160,7 +136,7 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 			return nil, fmt.Errorf("look up claims of job %q: %w", job, err)
 		}
 		seen[id] = true
-		keys = append(keys, jobKey(claimKey(job, id)))
+		keys = append(keys, attr.JobKey(claimKey(job, id)))
 	}
 	if len(keys) > collect.MaxLookup {
 		return nil, fmt.Errorf("look up claims of job %q: %d distinct ids, at most %d per call", job, len(keys), collect.MaxLookup)
@@ -179,7 +155,7 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 				Keys:                     pending,
 				ConsistentRead:           aws.Bool(true),
 				ProjectionExpression:     aws.String("#j, #p, #fp, #e"),
-				ExpressionAttributeNames: map[string]string{"#j": attrJob, "#p": attrPeriod, "#fp": attrFP, "#e": attrExpiresAt},
+				ExpressionAttributeNames: map[string]string{"#j": attr.Job, "#p": attrPeriod, "#fp": attrFP, "#e": attrExpiresAt},
 			}},
 		})
 		if err != nil {
@@ -203,9 +179,9 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 
 // parseClaim decodes a claim item whose key starts with prefix.
 func parseClaim(prefix string, av map[string]types.AttributeValue) (collect.Claim, error) {
-	k, _ := av[attrJob].(*types.AttributeValueMemberS)
+	k, _ := av[attr.Job].(*types.AttributeValueMemberS)
 	if k == nil || !strings.HasPrefix(k.Value, prefix) {
-		return collect.Claim{}, fmt.Errorf("claim item with key %v: want a key starting with %q", av[attrJob], prefix)
+		return collect.Claim{}, fmt.Errorf("claim item with key %v: want a key starting with %q", av[attr.Job], prefix)
 	}
 	c := collect.Claim{ID: strings.TrimPrefix(k.Value, prefix)}
 	period, err := intAttr(av, attrPeriod)
@@ -220,7 +196,7 @@ func parseClaim(prefix string, av map[string]types.AttributeValue) (collect.Clai
 	if fp == nil || len(fp.Value) != collect.FPLen {
 		return collect.Claim{}, fmt.Errorf("claim item %q: attribute %s = %v, want %d bytes (B)", k.Value, attrFP, av[attrFP], collect.FPLen)
 	}
-	c.Period = fromMS(period)
+	c.Period = attr.FromMillis(period)
 	c.Expires = time.Unix(expires, 0).UTC()
 	copy(c.FP[:], fp.Value)
 	return c, nil
@@ -245,7 +221,7 @@ func checkPeriod(period, expires time.Time) error {
 	case period.IsZero():
 		return errors.New("period start is zero")
 	case !expires.After(period):
-		return fmt.Errorf("expires %s is not after the period start %s", fmtTime(expires), fmtTime(period))
+		return fmt.Errorf("expires %s is not after the period start %s", attr.FormatTime(expires), attr.FormatTime(period))
 	}
 	return nil
 }
@@ -262,11 +238,11 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, period, expires
 	}
 	old, found, err := ix.getHead(ctx, job, period)
 	if err != nil {
-		return nil, fmt.Errorf("new claim writer of job %q period %s: %w", job, fmtTime(period), err)
+		return nil, fmt.Errorf("new claim writer of job %q period %s: %w", job, attr.FormatTime(period), err)
 	}
 	w := &claimWriter{
 		ix: ix, ctx: ctx, job: job, period: period.UTC(),
-		periodN: numAV(ms(period)), expiresN: numAV(expires.Unix()),
+		periodN: attr.Millis(period), expiresN: attr.N(expires.Unix()),
 		old: old, hadOld: found, gen: newGen(old.gen),
 		out: ix.batch.NewAsyncWriter(ctx, ix.table),
 	}
@@ -274,7 +250,7 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, period, expires
 		key := chunkKey(job, w.period, w.gen, w.chunks)
 		w.chunks++
 		return w.out.Put(types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-			attrJob: strAV(key), attrIDs: binAV(data), attrExpiresAt: w.expiresN,
+			attr.Job: attr.S(key), attrIDs: attr.B(data), attrExpiresAt: w.expiresN,
 		}}}, len(key)+len(data)+64)
 	})
 	return w, nil
@@ -309,14 +285,14 @@ type claimWriter struct {
 
 func (w *claimWriter) fail(err error) error {
 	if w.err == nil {
-		w.err = fmt.Errorf("claim writer of job %q period %s: %w", w.job, fmtTime(w.period), err)
+		w.err = fmt.Errorf("claim writer of job %q period %s: %w", w.job, attr.FormatTime(w.period), err)
 	}
 	return w.err
 }
 
 func (w *claimWriter) usable() error {
 	if w.done {
-		return fmt.Errorf("claim writer of job %q period %s: already committed or aborted", w.job, fmtTime(w.period))
+		return fmt.Errorf("claim writer of job %q period %s: already committed or aborted", w.job, attr.FormatTime(w.period))
 	}
 	return w.err
 }
@@ -345,7 +321,7 @@ func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
 	}
 	key := claimKey(w.job, id)
 	err := w.out.Put(types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-		attrJob: strAV(key), attrPeriod: w.periodN, attrFP: binAV(fp[:]), attrExpiresAt: w.expiresN,
+		attr.Job: attr.S(key), attrPeriod: w.periodN, attrFP: attr.B(fp[:]), attrExpiresAt: w.expiresN,
 	}}}, len(key)+64)
 	if err != nil {
 		return w.fail(err)
@@ -365,7 +341,7 @@ func (w *claimWriter) Release(id string) error {
 	}
 	_, err := w.ix.api.DeleteItem(w.ctx, &dynamodb.DeleteItemInput{
 		TableName:                 aws.String(w.ix.table),
-		Key:                       jobKey(claimKey(w.job, id)),
+		Key:                       attr.JobKey(claimKey(w.job, id)),
 		ConditionExpression:       aws.String("#p = :p"),
 		ExpressionAttributeNames:  map[string]string{"#p": attrPeriod},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":p": w.periodN},

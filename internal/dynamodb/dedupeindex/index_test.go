@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/dynamodb/attr"
 	"github.com/reportjob/reportjob/internal/storetest/indextest"
 )
 
@@ -83,7 +84,7 @@ func ixHead(t *testing.T, s *Index) head {
 func ixExists(t *testing.T, s *Index, key string) bool {
 	t.Helper()
 	out, err := testClient(t).GetItem(t.Context(), &dynamodb.GetItemInput{
-		TableName: aws.String(s.table), Key: jobKey(key), ConsistentRead: aws.Bool(true),
+		TableName: aws.String(s.table), Key: attr.JobKey(key), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		t.Fatalf("GetItem %q: %v", key, err)
@@ -119,7 +120,7 @@ func TestIndexChunks(t *testing.T) {
 	}
 	for n := range h.chunks {
 		out, err := testClient(t).GetItem(t.Context(), &dynamodb.GetItemInput{
-			TableName: aws.String(s.table), Key: jobKey(chunkKey(ixJob, ixP0, h.gen, n)),
+			TableName: aws.String(s.table), Key: attr.JobKey(chunkKey(ixJob, ixP0, h.gen, n)),
 		})
 		if err != nil || out.Item == nil {
 			t.Fatalf("chunk %d: %v", n, err)
@@ -250,7 +251,7 @@ func TestIndexPeriodIDsMissingChunk(t *testing.T) {
 	h := ixHead(t, s)
 	key := chunkKey(ixJob, ixP0, h.gen, 1)
 	if _, err := testClient(t).DeleteItem(t.Context(), &dynamodb.DeleteItemInput{
-		TableName: aws.String(s.table), Key: jobKey(key),
+		TableName: aws.String(s.table), Key: attr.JobKey(key),
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/dynamodb/attr"
 )
 
 // Chunk sizes of a period's id list. A chunk is compressed from raw ids
@@ -124,7 +125,7 @@ func (ix *Index) getHead(ctx context.Context, job string, period time.Time) (hea
 	key := headKey(job, period)
 	out, err := ix.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(ix.table),
-		Key:            jobKey(key),
+		Key:            attr.JobKey(key),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -165,18 +166,18 @@ func (ix *Index) putHead(ctx context.Context, job string, period time.Time, h he
 	in := &dynamodb.PutItemInput{
 		TableName: aws.String(ix.table),
 		Item: map[string]types.AttributeValue{
-			attrJob: strAV(key), attrGen: numAV(h.gen), attrChunks: numAV(h.chunks), attrCount: numAV(h.count),
+			attr.Job: attr.S(key), attrGen: attr.N(h.gen), attrChunks: attr.N(h.chunks), attrCount: attr.N(h.count),
 			attrExpiresAt: expires,
 		},
 		ConditionExpression:                 aws.String("attribute_not_exists(#j)"),
-		ExpressionAttributeNames:            map[string]string{"#j": attrJob},
+		ExpressionAttributeNames:            map[string]string{"#j": attr.Job},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	want := "none"
 	if hadOld {
 		in.ConditionExpression = aws.String("attribute_not_exists(#j) OR #g = :g")
 		in.ExpressionAttributeNames["#g"] = attrGen
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":g": numAV(old.gen)}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":g": attr.N(old.gen)}
 		want = "generation " + strconv.FormatInt(old.gen, 10)
 	}
 	_, err := ix.api.PutItem(ctx, in)
@@ -190,7 +191,7 @@ func (ix *Index) putHead(ctx context.Context, job string, period time.Time, h he
 	cur := ccf.Item
 	if cur == nil { // a server that does not return it
 		out, err := ix.api.GetItem(ctx, &dynamodb.GetItemInput{
-			TableName: aws.String(ix.table), Key: jobKey(key), ConsistentRead: aws.Bool(true),
+			TableName: aws.String(ix.table), Key: attr.JobKey(key), ConsistentRead: aws.Bool(true),
 		})
 		if err != nil {
 			return fmt.Errorf("put period list head %q: condition failed, then: %w", key, err)
@@ -216,7 +217,7 @@ func (ix *Index) deleteChunks(ctx context.Context, job string, period time.Time,
 	}
 	w := ix.batch.NewAsyncWriter(ctx, ix.table)
 	for n := from; n < to && w.Failed() == nil; n++ {
-		_ = w.Put(types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: jobKey(chunkKey(job, period, gen, n))}}, 100)
+		_ = w.Put(types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: attr.JobKey(chunkKey(job, period, gen, n))}}, 100)
 	}
 	if err := w.Flush(); err != nil {
 		ix.log.Warn("could not delete period list chunks; Time to Live will", logJob, job,
@@ -233,7 +234,7 @@ func (ix *Index) deleteChunks(ctx context.Context, job string, period time.Time,
 func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		fail := func(err error) {
-			yield("", fmt.Errorf("period ids of job %q period %s: %w", job, fmtTime(period), err))
+			yield("", fmt.Errorf("period ids of job %q period %s: %w", job, attr.FormatTime(period), err))
 		}
 		if err := collect.CheckJob(job); err != nil {
 			fail(err)
@@ -288,7 +289,7 @@ func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) it
 func (ix *Index) getChunk(ctx context.Context, key string, raw []byte) ([]byte, error) {
 	out, err := ix.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                aws.String(ix.table),
-		Key:                      jobKey(key),
+		Key:                      attr.JobKey(key),
 		ConsistentRead:           aws.Bool(true),
 		ProjectionExpression:     aws.String("#i"),
 		ExpressionAttributeNames: map[string]string{"#i": attrIDs},

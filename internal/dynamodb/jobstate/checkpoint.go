@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/dynamodb/attr"
 )
 
 // acquireTries bounds Acquire's retries when its condition fails but the
@@ -53,7 +54,7 @@ func (s *State) load(ctx context.Context, job string) (checkpoint.State, error) 
 func (s *State) getState(ctx context.Context, job string) (map[string]types.AttributeValue, error) {
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.table),
-		Key:            jobKey(job),
+		Key:            attr.JobKey(job),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -82,18 +83,18 @@ func (s *State) Acquire(ctx context.Context, job, owner string, now time.Time, t
 	for try := 1; ; try++ {
 		out, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: aws.String(s.table),
-			Key:       jobKey(job),
+			Key:       attr.JobKey(job),
 			UpdateExpression: aws.String("SET #owner = :me, #exp = :exp, " +
 				"#tok = if_not_exists(#tok, :zero) + :one, #rc = if_not_exists(#rc, :norc)"),
 			ConditionExpression: aws.String("attribute_not_exists(#job) OR attribute_not_exists(#owner) OR attribute_not_exists(#exp) " +
 				"OR #exp <= :now OR #owner = :me"),
 			ExpressionAttributeNames: map[string]string{
-				"#job": attrJob, "#owner": attrLeaseOwner, "#exp": attrLeaseExpires, "#tok": attrLeaseToken,
+				"#job": attr.Job, "#owner": attrLeaseOwner, "#exp": attrLeaseExpires, "#tok": attrLeaseToken,
 				"#rc": attrRechecks,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":me": strAV(owner), ":exp": numAV(ms(expires)), ":now": numAV(ms(now)),
-				":zero": numAV(0), ":one": numAV(1),
+				":me": attr.S(owner), ":exp": attr.Millis(expires), ":now": attr.Millis(now),
+				":zero": attr.N(0), ":one": attr.N(1),
 				":norc": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}},
 			},
 			ReturnValues:                        types.ReturnValueAllNew,
@@ -141,11 +142,11 @@ func (s *State) conditionFailed(ctx context.Context, job string, err error) (st 
 func leaseCond(l checkpoint.Lease, now *time.Time) (string, map[string]string, map[string]types.AttributeValue) {
 	cond := "#owner = :me AND #tok = :tok"
 	names := map[string]string{"#owner": attrLeaseOwner, "#tok": attrLeaseToken}
-	vals := map[string]types.AttributeValue{":me": strAV(l.Owner), ":tok": numAV(l.Token)}
+	vals := map[string]types.AttributeValue{":me": attr.S(l.Owner), ":tok": attr.N(l.Token)}
 	if now != nil {
 		cond += " AND #exp > :now"
 		names["#exp"] = attrLeaseExpires
-		vals[":now"] = numAV(ms(*now))
+		vals[":now"] = attr.Millis(*now)
 	}
 	return cond, names, vals
 }
@@ -164,7 +165,7 @@ func leaseLost(st checkpoint.State, l checkpoint.Lease, now time.Time) error {
 			l.Owner, l.Token, cur.Owner, cur.Token, checkpoint.ErrLeaseLost)
 	case !cur.Held(now):
 		return fmt.Errorf("lease of %q (token %d) expired at %s, now is %s: %w",
-			l.Owner, l.Token, fmtTime(cur.Expires), fmtTime(now), checkpoint.ErrLeaseLost)
+			l.Owner, l.Token, attr.FormatTime(cur.Expires), attr.FormatTime(now), checkpoint.ErrLeaseLost)
 	}
 	return nil
 }
@@ -185,11 +186,11 @@ func (s *State) Renew(ctx context.Context, job string, l checkpoint.Lease, now t
 	if !expires.After(now) {
 		return checkpoint.Lease{}, fmt.Errorf("renew lease of job %q: ttl %s is not positive", job, ttl)
 	}
-	vals[":newexp"] = numAV(ms(expires))
+	vals[":newexp"] = attr.Millis(expires)
 	names["#exp"] = attrLeaseExpires
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
-		Key:                                 jobKey(job),
+		Key:                                 attr.JobKey(job),
 		UpdateExpression:                    aws.String("SET #exp = :newexp"),
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            names,
@@ -197,14 +198,14 @@ func (s *State) Renew(ctx context.Context, job string, l checkpoint.Lease, now t
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
-		l.Expires = fromMS(ms(expires))
+		l.Expires = attr.FromMillis(expires.UnixMilli())
 		return l, nil
 	}
 	old, failed, err := s.conditionFailed(ctx, job, err)
 	if !failed {
 		return checkpoint.Lease{}, fmt.Errorf("renew lease of job %q: %w", job, err)
 	}
-	if cur := old.Lease; sameLease(cur, l) && !cur.Expires.IsZero() && ms(cur.Expires) >= ms(expires) {
+	if cur := old.Lease; sameLease(cur, l) && !cur.Expires.IsZero() && cur.Expires.UnixMilli() >= expires.UnixMilli() {
 		return cur, nil
 	}
 	return checkpoint.Lease{}, fmt.Errorf("renew lease of job %q: %w", job, leaseLost(old, l, now))
@@ -226,7 +227,7 @@ func (s *State) Release(ctx context.Context, job string, l checkpoint.Lease) err
 	names["#exp"] = attrLeaseExpires
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.table),
-		Key:                       jobKey(job),
+		Key:                       attr.JobKey(job),
 		UpdateExpression:          aws.String("REMOVE #exp"),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  names,
@@ -250,9 +251,9 @@ func (s *State) Commit(ctx context.Context, job string, l checkpoint.Lease, now 
 	if err := checkJob(job); err != nil {
 		return fmt.Errorf("commit checkpoint: %w", err)
 	}
-	if to.IsZero() || (!from.IsZero() && ms(to) <= ms(from)) {
+	if to.IsZero() || (!from.IsZero() && to.UnixMilli() <= from.UnixMilli()) {
 		return fmt.Errorf("commit checkpoint of job %q from %s to %s: not forward: %w",
-			job, fmtTime(from), fmtTime(to), checkpoint.ErrConflict)
+			job, attr.FormatTime(from), attr.FormatTime(to), checkpoint.ErrConflict)
 	}
 	if err := u.Validate(); err != nil {
 		return fmt.Errorf("commit checkpoint of job %q: %w", job, err)
@@ -305,13 +306,13 @@ func (s *State) writeState(ctx context.Context, job string, l checkpoint.Lease, 
 		var set, remove []string
 		if mv != nil {
 			names["#cp"] = attrCheckpoint
-			vals[":to"] = numAV(ms(mv.to))
+			vals[":to"] = attr.Millis(mv.to)
 			set = append(set, "#cp = :to")
 			if mv.from.IsZero() {
 				cond += " AND attribute_not_exists(#cp)"
 			} else {
 				cond += " AND #cp = :from"
-				vals[":from"] = numAV(ms(mv.from))
+				vals[":from"] = attr.Millis(mv.from)
 			}
 		}
 		if r := u.SetRecheck; r != nil {
@@ -367,7 +368,7 @@ func (s *State) writeState(ctx context.Context, job string, l checkpoint.Lease, 
 		}
 		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName:                           aws.String(s.table),
-			Key:                                 jobKey(job),
+			Key:                                 attr.JobKey(job),
 			UpdateExpression:                    aws.String(strings.Join(expr, " ")),
 			ConditionExpression:                 aws.String(cond),
 			ExpressionAttributeNames:            names,
@@ -390,7 +391,7 @@ func (s *State) writeState(ctx context.Context, job string, l checkpoint.Lease, 
 			return leaseLost(old, l, now)
 		case mv != nil && !sameMS(old.Checkpoint, mv.from):
 			return fmt.Errorf("from %s to %s: stored checkpoint is %s: %w",
-				fmtTime(mv.from), fmtTime(mv.to), fmtTime(old.Checkpoint), checkpoint.ErrConflict)
+				attr.FormatTime(mv.from), attr.FormatTime(mv.to), attr.FormatTime(old.Checkpoint), checkpoint.ErrConflict)
 		case try == stateTries:
 			return fmt.Errorf("the restated list changed under each of %d tries", stateTries)
 		}
@@ -418,12 +419,5 @@ func sameMS(a, b time.Time) bool {
 	if a.IsZero() || b.IsZero() {
 		return a.IsZero() && b.IsZero()
 	}
-	return ms(a) == ms(b)
-}
-
-func fmtTime(t time.Time) string {
-	if t.IsZero() {
-		return "none"
-	}
-	return t.UTC().Format(time.RFC3339Nano)
+	return a.UnixMilli() == b.UnixMilli()
 }

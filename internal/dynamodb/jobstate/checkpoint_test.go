@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/dynamodb/attr"
 	"github.com/reportjob/reportjob/internal/storetest/checkpointtest"
 )
 
@@ -235,7 +236,7 @@ func TestLostCommitResponseIsConditionFailure(t *testing.T) {
 
 func putState(t *testing.T, s *State, item map[string]types.AttributeValue) {
 	t.Helper()
-	item[attrJob] = strAV(cpJob)
+	item[attr.Job] = attr.S(cpJob)
 	_, err := testClient(t).PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item})
 	if err != nil {
 		t.Fatal(err)
@@ -247,8 +248,8 @@ func putState(t *testing.T, s *State, item map[string]types.AttributeValue) {
 func TestFirstVersionItem(t *testing.T) {
 	s := newState(t, nil)
 	putState(t, s, map[string]types.AttributeValue{
-		attrCheckpoint: numAV(ms(cpNow.Add(-time.Hour))), attrLeaseOwner: strAV("old-run"),
-		attrLeaseToken: numAV(7), attrLeaseExpires: numAV(ms(cpNow.Add(time.Minute))),
+		attrCheckpoint: attr.Millis(cpNow.Add(-time.Hour)), attrLeaseOwner: attr.S("old-run"),
+		attrLeaseToken: attr.N(7), attrLeaseExpires: attr.Millis(cpNow.Add(time.Minute)),
 	})
 	st := mustLoad(t, s, cpJob)
 	if !st.Checkpoint.Equal(cpNow.Add(-time.Hour)) || st.Lease.Owner != "old-run" || st.Lease.Token != 7 ||
@@ -279,14 +280,14 @@ func TestBadStateItem(t *testing.T) {
 		want []string
 	}{
 		{"recheck key", map[string]types.AttributeValue{attrRechecks: &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-			"yesterday": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{fieldEnd: numAV(1)}}}}},
+			"yesterday": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{fieldEnd: attr.N(1)}}}}},
 			[]string{"rechecks", `"yesterday"`}},
 		{"recheck end", map[string]types.AttributeValue{attrRechecks: &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-			"1000": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{fieldEnd: strAV("soon")}}}}},
+			"1000": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{fieldEnd: attr.S("soon")}}}}},
 			[]string{"rechecks.1000.end", "want N"}},
-		{"restated type", map[string]types.AttributeValue{attrRestated: strAV("x")}, []string{"restated", "want L"}},
+		{"restated type", map[string]types.AttributeValue{attrRestated: attr.S("x")}, []string{"restated", "want L"}},
 		{"restated field", map[string]types.AttributeValue{attrRestated: &types.AttributeValueMemberL{Value: []types.AttributeValue{
-			&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{fieldStart: numAV(1)}}}}},
+			&types.AttributeValueMemberM{Value: map[string]types.AttributeValue{fieldStart: attr.N(1)}}}}},
 			[]string{"restated[0].end", "missing"}},
 	}
 	for _, tc := range tests {

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/dynamodb/attr"
 )
 
 // TestStateFormat pins the state item's stored form, which operators read
@@ -102,7 +103,7 @@ func renderAV(v types.AttributeValue) string {
 		}
 		return "L[" + strings.Join(parts, ",") + "]"
 	}
-	return avType(v)
+	return attr.TypeName(v)
 }
 
 // countGets counts GetItem calls.

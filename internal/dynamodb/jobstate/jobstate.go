@@ -33,10 +33,8 @@ package jobstate
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
 )
@@ -62,35 +60,4 @@ type State struct {
 // table.
 func New(api API, table string) *State {
 	return &State{api: api, table: table}
-}
-
-// attrJob is the state table's key.
-const attrJob = "job"
-
-// avType names an AttributeValue's DynamoDB type.
-func avType(v types.AttributeValue) string {
-	switch v.(type) {
-	case *types.AttributeValueMemberS:
-		return "S"
-	case *types.AttributeValueMemberN:
-		return "N"
-	case *types.AttributeValueMemberB:
-		return "B"
-	case *types.AttributeValueMemberBOOL:
-		return "BOOL"
-	case *types.AttributeValueMemberNULL:
-		return "NULL"
-	case *types.AttributeValueMemberM:
-		return "M"
-	case *types.AttributeValueMemberL:
-		return "L"
-	case *types.AttributeValueMemberSS:
-		return "SS"
-	case *types.AttributeValueMemberNS:
-		return "NS"
-	case *types.AttributeValueMemberBS:
-		return "BS"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/dynamodb/attr"
 )
 
 // Attributes of a job's item (see the package doc for the layout).
@@ -33,29 +34,13 @@ const (
 	fieldItemsAfter  = "items_after"
 )
 
-func jobKey(job string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrJob: &types.AttributeValueMemberS{Value: job}}
-}
-
-func numAV(n int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
-}
-
-func strAV(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
-
-// ms is t in Unix milliseconds; the zero time has no such value and is
-// never stored.
-func ms(t time.Time) int64 { return t.UnixMilli() }
-
-func fromMS(n int64) time.Time { return time.UnixMilli(n).UTC() }
-
 // msKey is the rechecks key of the period starting at t.
-func msKey(t time.Time) string { return strconv.FormatInt(ms(t), 10) }
+func msKey(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 func recheckAV(r checkpoint.Recheck) types.AttributeValue {
-	m := map[string]types.AttributeValue{fieldEnd: numAV(ms(r.End))}
+	m := map[string]types.AttributeValue{fieldEnd: attr.Millis(r.End)}
 	if !r.Read.IsZero() {
-		m[fieldRead] = numAV(ms(r.Read))
+		m[fieldRead] = attr.Millis(r.Read)
 	}
 	return &types.AttributeValueMemberM{Value: m}
 }
@@ -64,12 +49,12 @@ func restatedAV(list []checkpoint.Restatement) types.AttributeValue {
 	l := make([]types.AttributeValue, len(list))
 	for i, r := range list {
 		m := map[string]types.AttributeValue{
-			fieldStart: numAV(ms(r.Start)), fieldEnd: numAV(ms(r.End)),
-			fieldRevision: numAV(int64(r.Revision)), fieldReason: strAV(r.Reason),
-			fieldItemsBefore: numAV(r.ItemsBefore), fieldItemsAfter: numAV(r.ItemsAfter),
+			fieldStart: attr.Millis(r.Start), fieldEnd: attr.Millis(r.End),
+			fieldRevision: attr.N(int64(r.Revision)), fieldReason: attr.S(r.Reason),
+			fieldItemsBefore: attr.N(r.ItemsBefore), fieldItemsAfter: attr.N(r.ItemsAfter),
 		}
 		if !r.At.IsZero() {
-			m[fieldAt] = numAV(ms(r.At))
+			m[fieldAt] = attr.Millis(r.At)
 		}
 		l[i] = &types.AttributeValueMemberM{Value: m}
 	}
@@ -86,12 +71,12 @@ func (s *State) parseState(av map[string]types.AttributeValue) (checkpoint.State
 	if c, ok, err := s.intField(av, "", attrCheckpoint, false); err != nil {
 		return st, err
 	} else if ok {
-		st.Checkpoint = fromMS(c)
+		st.Checkpoint = attr.FromMillis(c)
 	}
 	if v, ok := av[attrLeaseOwner]; ok {
 		o, isS := v.(*types.AttributeValueMemberS)
 		if !isS {
-			return st, fmt.Errorf("table %q: attribute %s has type %s, want S", s.table, attrLeaseOwner, avType(v))
+			return st, fmt.Errorf("table %q: attribute %s has type %s, want S", s.table, attrLeaseOwner, attr.TypeName(v))
 		}
 		st.Lease.Owner = o.Value
 	}
@@ -103,7 +88,7 @@ func (s *State) parseState(av map[string]types.AttributeValue) (checkpoint.State
 	if e, ok, err := s.intField(av, "", attrLeaseExpires, false); err != nil {
 		return st, err
 	} else if ok {
-		st.Lease.Expires = fromMS(e)
+		st.Lease.Expires = attr.FromMillis(e)
 	}
 	if st.Rechecks, err = s.parseRechecks(av[attrRechecks]); err != nil {
 		return st, err
@@ -121,7 +106,7 @@ func (s *State) parseRechecks(v types.AttributeValue) ([]checkpoint.Recheck, err
 	}
 	m, ok := v.(*types.AttributeValueMemberM)
 	if !ok {
-		return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.table, attrRechecks, avType(v))
+		return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.table, attrRechecks, attr.TypeName(v))
 	}
 	for k, e := range m.Value {
 		path := attrRechecks + "." + k
@@ -131,17 +116,17 @@ func (s *State) parseRechecks(v types.AttributeValue) ([]checkpoint.Recheck, err
 		}
 		em, ok := e.(*types.AttributeValueMemberM)
 		if !ok {
-			return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.table, path, avType(e))
+			return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.table, path, attr.TypeName(e))
 		}
 		end, _, err := s.intField(em.Value, path, fieldEnd, true)
 		if err != nil {
 			return nil, err
 		}
-		r := checkpoint.Recheck{Start: fromMS(start), End: fromMS(end)}
+		r := checkpoint.Recheck{Start: attr.FromMillis(start), End: attr.FromMillis(end)}
 		if read, ok, err := s.intField(em.Value, path, fieldRead, false); err != nil {
 			return nil, err
 		} else if ok {
-			r.Read = fromMS(read)
+			r.Read = attr.FromMillis(read)
 		}
 		out = append(out, r)
 	}
@@ -156,13 +141,13 @@ func (s *State) parseRestated(v types.AttributeValue) ([]checkpoint.Restatement,
 	}
 	l, ok := v.(*types.AttributeValueMemberL)
 	if !ok {
-		return nil, fmt.Errorf("table %q: attribute %s has type %s, want L", s.table, attrRestated, avType(v))
+		return nil, fmt.Errorf("table %q: attribute %s has type %s, want L", s.table, attrRestated, attr.TypeName(v))
 	}
 	for i, e := range l.Value {
 		path := fmt.Sprintf("%s[%d]", attrRestated, i)
 		em, ok := e.(*types.AttributeValueMemberM)
 		if !ok {
-			return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.table, path, avType(e))
+			return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.table, path, attr.TypeName(e))
 		}
 		var n [5]int64
 		for j, f := range []string{fieldStart, fieldEnd, fieldRevision, fieldItemsBefore, fieldItemsAfter} {
@@ -171,17 +156,17 @@ func (s *State) parseRestated(v types.AttributeValue) ([]checkpoint.Restatement,
 				return nil, err
 			}
 		}
-		r := checkpoint.Restatement{Start: fromMS(n[0]), End: fromMS(n[1]), Revision: int(n[2]),
+		r := checkpoint.Restatement{Start: attr.FromMillis(n[0]), End: attr.FromMillis(n[1]), Revision: int(n[2]),
 			ItemsBefore: n[3], ItemsAfter: n[4]}
 		if at, ok, err := s.intField(em.Value, path, fieldAt, false); err != nil {
 			return nil, err
 		} else if ok {
-			r.At = fromMS(at)
+			r.At = attr.FromMillis(at)
 		}
 		if rv, ok := em.Value[fieldReason]; ok {
 			rs, isS := rv.(*types.AttributeValueMemberS)
 			if !isS {
-				return nil, fmt.Errorf("table %q: attribute %s.%s has type %s, want S", s.table, path, fieldReason, avType(rv))
+				return nil, fmt.Errorf("table %q: attribute %s.%s has type %s, want S", s.table, path, fieldReason, attr.TypeName(rv))
 			}
 			r.Reason = rs.Value
 		}
@@ -207,7 +192,7 @@ func (s *State) intField(m map[string]types.AttributeValue, path, name string, r
 	}
 	n, isN := v.(*types.AttributeValueMemberN)
 	if !isN {
-		return 0, false, fmt.Errorf("table %q: attribute %s has type %s, want N", s.table, path, avType(v))
+		return 0, false, fmt.Errorf("table %q: attribute %s has type %s, want N", s.table, path, attr.TypeName(v))
 	}
 	i, err := strconv.ParseInt(n.Value, 10, 64)
 	if err != nil {
