@@ -45,6 +45,24 @@ type State struct {
 	// Restated are the most recent restatements, newest first, at most
 	// MaxRestated.
 	Restated []Restatement
+	// Grid is the period grid the delivered periods have, in ascending
+	// From order; Grid[0].From is the start of the first delivered
+	// period. Empty when no period was delivered yet, or in a state
+	// written before grids were recorded (package job infers it once from
+	// the sink). Package report (report.Grid) is the one place that turns
+	// it into periods.
+	Grid []Epoch
+}
+
+// Epoch is a stretch of the period grid: from From on (until the next
+// epoch's From), periods are Period long, aligned to UTC midnight. From is
+// a boundary of the epoch's period and of the epoch before it (the grid
+// switches at a boundary both share), except in grids inferred from
+// states of earlier versions, where a period may have been shortened at a
+// switch.
+type Epoch struct {
+	From   time.Time
+	Period time.Duration
 }
 
 // Recheck is a delivered period that is still owed a recheck: a re-read of
@@ -81,6 +99,15 @@ type Update struct {
 	DropRecheck time.Time
 	// Restated is prepended to State.Restated (keeping MaxRestated).
 	Restated *Restatement
+	// Grid, when not nil, replaces State.Grid whole (an epoch is
+	// appended when a period of a new grid is delivered, with the
+	// checkpoint move; an inferred grid is written once).
+	Grid []Epoch
+}
+
+// IsZero reports whether u changes nothing.
+func (u Update) IsZero() bool {
+	return u.SetRecheck == nil && u.DropRecheck.IsZero() && u.Restated == nil && u.Grid == nil
 }
 
 // Lease is a grant to one owner to run the job until Expires.
@@ -166,6 +193,16 @@ func (u Update) Validate() error {
 		if r.Revision < 0 || r.ItemsBefore < 0 || r.ItemsAfter < 0 {
 			return fmt.Errorf("update: restated revision %d, items_before %d, items_after %d: want no negative number",
 				r.Revision, r.ItemsBefore, r.ItemsAfter)
+		}
+	}
+	for i, e := range u.Grid {
+		if e.From.IsZero() || e.Period < time.Millisecond || e.Period%time.Millisecond != 0 {
+			return fmt.Errorf("update: grid[%d] from %s, period %s: want a start and a period of whole milliseconds",
+				i, fmtMS(e.From), e.Period)
+		}
+		if i > 0 && e.From.UnixMilli() <= u.Grid[i-1].From.UnixMilli() {
+			return fmt.Errorf("update: grid[%d] from %s is not after grid[%d] from %s",
+				i, fmtMS(e.From), i-1, fmtMS(u.Grid[i-1].From))
 		}
 	}
 	return nil

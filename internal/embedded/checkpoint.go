@@ -25,7 +25,8 @@ import (
 //	 "lease_expires": "…", "lease_session": "…",
 //	 "rechecks": [{"start": "…", "end": "…", "read": "…"}],
 //	 "restated": [{"start": "…", "end": "…", "revision": 2, "reason": "recheck",
-//	               "at": "…", "items_before": 10, "items_after": 11}]}
+//	               "at": "…", "items_before": 10, "items_after": 11}],
+//	 "grid": [{"from": "…", "period": "1h0m0s"}]}
 type jobRecord struct {
 	Checkpoint   string `json:"checkpoint"`
 	LeaseOwner   string `json:"lease_owner"`
@@ -36,6 +37,14 @@ type jobRecord struct {
 	LeaseSession string           `json:"lease_session,omitempty"`
 	Rechecks     []recheckRecord  `json:"rechecks,omitempty"`
 	Restated     []restatedRecord `json:"restated,omitempty"`
+	// Grid is checkpoint.State.Grid, periods in Go's duration syntax;
+	// absent in records written before grids were recorded.
+	Grid []epochRecord `json:"grid,omitempty"`
+}
+
+type epochRecord struct {
+	From   string `json:"from"`
+	Period string `json:"period"`
 }
 
 type recheckRecord struct {
@@ -129,6 +138,13 @@ func (r jobRecord) state() (jobState, error) {
 			ItemsBefore: rs.ItemsBefore, ItemsAfter: rs.ItemsAfter,
 		})
 	}
+	for _, e := range r.Grid {
+		d, err := time.ParseDuration(e.Period)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Errorf("stored grid.period %q: want a positive duration", e.Period))
+		}
+		st.Grid = append(st.Grid, checkpoint.Epoch{From: parse("grid.from", e.From), Period: d})
+	}
 	if err := errors.Join(errs...); err != nil {
 		return jobState{}, err
 	}
@@ -154,6 +170,9 @@ func record(js jobState) jobRecord {
 			At: formatTime(rs.At), ItemsBefore: rs.ItemsBefore, ItemsAfter: rs.ItemsAfter,
 		})
 	}
+	for _, e := range st.Grid {
+		r.Grid = append(r.Grid, epochRecord{From: formatTime(e.From), Period: e.Period.String()})
+	}
 	return r
 }
 
@@ -175,6 +194,12 @@ func apply(st *checkpoint.State, u checkpoint.Update) {
 	}
 	if r := u.Restated; r != nil {
 		st.Restated = prependRestated(st.Restated, *r)
+	}
+	if u.Grid != nil {
+		st.Grid = make([]checkpoint.Epoch, len(u.Grid))
+		for i, e := range u.Grid {
+			st.Grid[i] = checkpoint.Epoch{From: msTime(e.From), Period: e.Period}
+		}
 	}
 }
 
@@ -330,7 +355,7 @@ func (s *Store) Update(ctx context.Context, job string, l checkpoint.Lease, now 
 		if err := current(js.State, l, now); err != nil {
 			return err
 		}
-		if u == (checkpoint.Update{}) {
+		if u.IsZero() {
 			return errUnchanged
 		}
 		apply(&js.State, u)

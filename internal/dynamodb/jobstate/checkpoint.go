@@ -294,7 +294,7 @@ type move struct{ from, to time.Time }
 // on l being the current lease unexpired at now and, with mv, on the
 // checkpoint being mv.from:
 //
-//	SET #cp = :to, #rc.#rk = :rc, #rs = :rs REMOVE #rc.#dk
+//	SET #cp = :to, #rc.#rk = :rc, #rs = :rs, #grid = :grid REMOVE #rc.#dk
 //
 // The restated list is computed from the item as read just before (read,
 // prepend, trim), set whole, and conditional on the stored list being the
@@ -319,6 +319,11 @@ func (s *State) writeState(ctx context.Context, job string, l checkpoint.Lease, 
 			names["#rc"], names["#rk"] = attrRechecks, msKey(r.Start)
 			vals[":rc"] = recheckAV(*r)
 			set = append(set, "#rc.#rk = :rc")
+		}
+		if u.Grid != nil {
+			names["#grid"] = attrGrid
+			vals[":grid"] = gridAV(u.Grid)
+			set = append(set, "#grid = :grid")
 		}
 		if !u.DropRecheck.IsZero() {
 			names["#rc"], names["#dk"] = attrRechecks, msKey(u.DropRecheck)

@@ -16,6 +16,11 @@
 //	                 checkpoint.MaxRestated: M{start: N, end: N,
 //	                 revision: N, reason: S, at: N (absent when zero),
 //	                 items_before: N, items_after: N}; absent when none
+//	grid          L  the period grid of the delivered periods
+//	                 (checkpoint.State.Grid), ascending: M{from: N,
+//	                 period: N (milliseconds)}; set whole, with the
+//	                 checkpoint move that delivers a period of a new grid;
+//	                 absent in items written before grids were recorded
 //
 // A map keyed by period start lets Commit and Update set or remove one
 // entry (SET rechecks.#k = :v, REMOVE rechecks.#k) without reading the

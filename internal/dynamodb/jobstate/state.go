@@ -20,6 +20,7 @@ const (
 	attrLeaseExpires = "lease_expires"
 	attrRechecks     = "rechecks"
 	attrRestated     = "restated"
+	attrGrid         = "grid"
 )
 
 // Fields of a rechecks entry and of a restated element.
@@ -32,6 +33,8 @@ const (
 	fieldAt          = "at"
 	fieldItemsBefore = "items_before"
 	fieldItemsAfter  = "items_after"
+	fieldFrom        = "from"
+	fieldPeriod      = "period"
 )
 
 // msKey is the rechecks key of the period starting at t.
@@ -59,6 +62,47 @@ func restatedAV(list []checkpoint.Restatement) types.AttributeValue {
 		l[i] = &types.AttributeValueMemberM{Value: m}
 	}
 	return &types.AttributeValueMemberL{Value: l}
+}
+
+func gridAV(grid []checkpoint.Epoch) types.AttributeValue {
+	l := make([]types.AttributeValue, len(grid))
+	for i, e := range grid {
+		l[i] = &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+			fieldFrom: attr.Millis(e.From), fieldPeriod: attr.N(e.Period.Milliseconds()),
+		}}
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
+func (s *State) parseGrid(v types.AttributeValue) ([]checkpoint.Epoch, error) {
+	if v == nil {
+		return nil, nil
+	}
+	l, ok := v.(*types.AttributeValueMemberL)
+	if !ok {
+		return nil, fmt.Errorf("table %q: attribute %s has type %s, want L", s.table, attrGrid, attr.TypeName(v))
+	}
+	var out []checkpoint.Epoch
+	for i, e := range l.Value {
+		path := fmt.Sprintf("%s[%d]", attrGrid, i)
+		em, ok := e.(*types.AttributeValueMemberM)
+		if !ok {
+			return nil, fmt.Errorf("table %q: attribute %s has type %s, want M", s.table, path, attr.TypeName(e))
+		}
+		from, _, err := s.intField(em.Value, path, fieldFrom, true)
+		if err != nil {
+			return nil, err
+		}
+		ms, _, err := s.intField(em.Value, path, fieldPeriod, true)
+		if err != nil {
+			return nil, err
+		}
+		if ms <= 0 {
+			return nil, fmt.Errorf("table %q: attribute %s.%s = %d, want a positive number of milliseconds", s.table, path, fieldPeriod, ms)
+		}
+		out = append(out, checkpoint.Epoch{From: attr.FromMillis(from), Period: time.Duration(ms) * time.Millisecond})
+	}
+	return out, nil
 }
 
 // parseState decodes a state item; nil is the zero State. Rechecks and
@@ -94,6 +138,9 @@ func (s *State) parseState(av map[string]types.AttributeValue) (checkpoint.State
 		return st, err
 	}
 	if st.Restated, err = s.parseRestated(av[attrRestated]); err != nil {
+		return st, err
+	}
+	if st.Grid, err = s.parseGrid(av[attrGrid]); err != nil {
 		return st, err
 	}
 	return st, nil

@@ -45,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) checkpoint.Store) {
 		{"RechecksOrderAndReplace", testRechecksOrderAndReplace},
 		{"RestatedNewestFirst", testRestatedNewestFirst},
 		{"UpdateRejectsBadInput", testUpdateRejectsBadInput},
+		{"GridWrittenWithCheckpoint", testGridWrittenWithCheckpoint},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
