@@ -98,7 +98,8 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		r.Checkpoint = from.UTC().Format(time.RFC3339)
 		r.LagSeconds = int64(now.t.Sub(from) / time.Second)
 	}
-	_, behind, err := report.Due(state.Checkpoint, cfg.Start, now.t, cfg.Period, cfg.Lateness, 0)
+	grid := report.NewGrid(state, cfg.Start, cfg.Period)
+	_, behind, err := grid.Due(now.t, cfg.Lateness, 0)
 	switch {
 	case errors.Is(err, report.ErrNoStart):
 		r.Note = "no checkpoint yet and report.start is unset: `run` will refuse to start"
@@ -106,9 +107,9 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		return err
 	default:
 		if from.IsZero() {
-			from = cfg.Start
+			from, _ = grid.First()
 		}
-		next := report.PeriodAt(from, cfg.Period)
+		next, _ := grid.At(from)
 		next.Start = from.UTC()
 		r.PeriodsBehind = behind
 		r.NextPeriodStart = next.Start.Format(time.RFC3339)

@@ -51,23 +51,15 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
+	var lastD time.Duration
 	switch {
 	case *last != "" && (!from.t.IsZero() || !to.t.IsZero()):
 		return usagef("verify: --last and --from/--to are exclusive")
 	case *last != "":
-		d, err := config.ParseDuration(*last)
-		if err != nil || d <= 0 {
+		// The range is worked out on the job's period grid (job.Verify).
+		var err error
+		if lastD, err = config.ParseDuration(*last); err != nil || lastD <= 0 {
 			return usagef("verify --last %q: want a positive duration such as 3d or 36h", *last)
-		}
-		at := now.t
-		if at.IsZero() {
-			at = time.Now().UTC()
-		}
-		period := c.cfg.Report.Period
-		to.t = report.PeriodAt(at.Add(-c.cfg.Report.Lateness), period).Start
-		from.t = report.PeriodAt(to.t.Add(-d), period).Start
-		if !from.t.Before(to.t) {
-			from.t = to.t.Add(-period)
 		}
 	case from.t.IsZero() || to.t.IsZero():
 		return usagef("verify needs --from and --to, or --last")
@@ -75,7 +67,11 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	started := time.Now()
 	sum := verifySummary{Command: "verify", Job: c.cfg.JobName, RunID: c.runID,
 		From: from.t.UTC().Format(time.RFC3339), To: to.t.UTC().Format(time.RFC3339), Differences: []verifyPeriod{}}
-	checks, err := c.verify(ctx, job.VerifyOptions{From: from.t, To: to.t, Repair: *repair, Now: now.t})
+	checks, err := c.verify(ctx, job.VerifyOptions{From: from.t, To: to.t, Last: lastD, Repair: *repair, Now: now.t})
+	if len(checks) > 0 {
+		sum.From = checks[0].Period.Start.UTC().Format(time.RFC3339)
+		sum.To = checks[len(checks)-1].Period.End.UTC().Format(time.RFC3339)
+	}
 	for _, pc := range checks {
 		sum.Periods++
 		fmt.Fprintln(c.stdout, verifyLine(pc))

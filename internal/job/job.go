@@ -155,7 +155,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 	}
 	var periods []report.Period
 	if opts.Backfill {
-		if periods, err = j.backfillPeriods(opts); err != nil {
+		if err := j.checkBackfill(opts); err != nil {
 			return res, err
 		}
 	}
@@ -165,8 +165,12 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 	}
 	defer r.stop(ctx)
 	res.Checkpoint = st.Checkpoint
-	if !opts.Backfill {
-		periods, res.PeriodsRemaining, err = report.Due(st.Checkpoint, j.Start, opts.Now, j.Period, j.Lateness, j.MaxPeriods)
+	if opts.Backfill {
+		if periods, err = r.grid.Range(opts.From, opts.To); err != nil {
+			return res, fmt.Errorf("%w: %w", ErrBadRange, err)
+		}
+	} else {
+		periods, res.PeriodsRemaining, err = r.grid.Due(opts.Now, j.Lateness, j.MaxPeriods)
 		if err != nil {
 			return res, err
 		}
@@ -225,17 +229,19 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 	return res, nil
 }
 
-func (j *Job) backfillPeriods(opts RunOptions) ([]report.Period, error) {
-	ps, err := report.Range(opts.From, opts.To, j.Period)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadRange, err)
+// checkBackfill checks a backfill's range before the run starts (its
+// periods come from the job's grid once the state is loaded).
+func (j *Job) checkBackfill(opts RunOptions) error {
+	if !opts.To.After(opts.From) {
+		return fmt.Errorf("%w: --to %s must be after --from %s", ErrBadRange,
+			opts.To.UTC().Format(time.RFC3339), opts.From.UTC().Format(time.RFC3339))
 	}
 	watermark := opts.Now.Add(-j.Lateness)
 	if opts.To.After(watermark) {
-		return nil, fmt.Errorf("%w: --to %s is beyond the watermark %s (now - lateness): that period is not complete yet",
+		return fmt.Errorf("%w: --to %s is beyond the watermark %s (now - lateness): that period is not complete yet",
 			ErrBadRange, opts.To.UTC().Format(time.RFC3339), watermark.UTC().Format(time.RFC3339))
 	}
-	return ps, nil
+	return nil
 }
 
 // runner is one run's state.
@@ -246,6 +252,8 @@ type runner struct {
 	kept    <-chan struct{}
 	cancel  context.CancelCauseFunc
 	scratch *scratch.Dir
+	// grid says which periods the job has; deliver keeps it up to date.
+	grid report.Grid
 }
 
 // start takes the lease (unless opts.DryRun) and keeps it renewed, opens
@@ -273,6 +281,10 @@ func (j *Job) start(ctx context.Context, opts RunOptions) (*runner, context.Cont
 	if err != nil {
 		r.stop(ctx)
 		return nil, ctx, checkpoint.State{}, fmt.Errorf("load checkpoint: %w", err)
+	}
+	if r.grid, err = r.loadGrid(ctx, &st); err != nil {
+		r.stop(ctx)
+		return nil, ctx, checkpoint.State{}, err
 	}
 	return r, ctx, st, nil
 }

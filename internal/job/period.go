@@ -67,8 +67,16 @@ func (r *runner) deliver(ctx context.Context, p report.Period, from time.Time, b
 	if report.RecheckOwed(p.End, readAt, r.j.RecheckAfter) {
 		u.SetRecheck = &checkpoint.Recheck{Start: p.Start, End: p.End, Read: readAt}
 	}
+	grid, newEpoch := r.grid.Delivered(p)
+	if newEpoch {
+		u.Grid = grid
+	}
 	if err := r.j.State.Commit(ctx, r.j.Name, r.leaseNow(), r.j.now(), from, p.End, u); err != nil {
 		return pr, fmt.Errorf("commit checkpoint %s: %w", p.End.UTC().Format(time.RFC3339), err)
+	}
+	r.grid.Checkpoint, r.grid.Epochs = p.End, grid
+	if newEpoch && len(grid) > 1 {
+		log.Info("period grid changed", "period", report.FormatDuration(r.j.Period), "from", p.Start.UTC().Format(time.RFC3339))
 	}
 	crashpoint.Hit(crashpoint.AfterCheckpoint)
 	log.Info("checkpoint moved", "checkpoint", p.End.UTC().Format(time.RFC3339))

@@ -28,6 +28,9 @@ type VerifyOptions struct {
 	// Repair restates what differs and removes unlisted objects (takes the
 	// lease).
 	Repair bool
+	// Last, instead of From and To: the periods that ended within Last
+	// before Now - lateness (at least the last one).
+	Last time.Duration
 	// Now is the report clock.
 	Now time.Time
 	// Progress, when set, is called before each period.
@@ -59,15 +62,20 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) ([]PeriodCheck, error
 	if o.Now.IsZero() {
 		o.Now = j.now()
 	}
-	ps, err := report.Range(o.From, o.To, j.Period)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadRange, err)
-	}
 	r, ctx, st, err := j.start(ctx, RunOptions{Now: o.Now, DryRun: !o.Repair})
 	if err != nil {
 		return nil, err
 	}
 	defer r.stop(ctx)
+	if o.Last > 0 {
+		o.From, o.To = lastRange(r.grid, o.Now.Add(-j.Lateness), o.Last)
+	}
+	// Only the periods of the job's grid: nothing before its first
+	// period, each delivered period on the grid it was delivered with.
+	ps, err := r.grid.Range(o.From, o.To)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadRange, err)
+	}
 	var out []PeriodCheck
 	for i, p := range ps {
 		if o.Progress != nil {
@@ -85,6 +93,29 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) ([]PeriodCheck, error
 		out = append(out, pc)
 	}
 	return out, nil
+}
+
+// lastRange is [from, to) of verify --last d: to is the start of the
+// grid's period that holds the watermark, from the start of the one that
+// holds to - d (one period back when that is to itself).
+func lastRange(g report.Grid, watermark time.Time, d time.Duration) (from, to time.Time) {
+	to, from = watermark, watermark.Add(-d)
+	if p, ok := g.At(to); ok {
+		to = p.Start
+	}
+	if p, ok := g.At(to.Add(-d)); ok {
+		from = p.Start
+	} else {
+		from = to.Add(-d)
+	}
+	if !from.Before(to) {
+		if p, ok := g.At(to.Add(-time.Nanosecond)); ok {
+			from = p.Start
+		} else {
+			from = to.Add(-time.Nanosecond)
+		}
+	}
+	return from, to
 }
 
 // verify checks one period.

@@ -87,10 +87,15 @@ func lcm(a, b time.Duration) time.Duration {
 func (g Grid) epochs() []checkpoint.Epoch {
 	if len(g.Epochs) == 0 {
 		first, err := g.First()
-		if err != nil {
+		switch {
+		case err != nil && g.Checkpoint.IsZero():
 			return nil
+		case err != nil || first.After(g.Checkpoint) && !g.Checkpoint.IsZero():
+			// A state whose grid is not known (status does not infer
+			// it): the configured grid from the checkpoint.
+			first = g.Checkpoint
 		}
-		return []checkpoint.Epoch{{From: first, Period: g.Period}}
+		return []checkpoint.Epoch{{From: first.UTC(), Period: g.Period}}
 	}
 	es := g.Epochs
 	if last := es[len(es)-1]; last.Period != g.Period {

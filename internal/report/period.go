@@ -40,15 +40,6 @@ func Aligned(t time.Time, d time.Duration) bool {
 	return PeriodAt(t, d).Start.Equal(t.UTC())
 }
 
-// after returns the period that starts at from. When from is not a
-// boundary of d (the period was changed in config after a checkpoint), the
-// period is shortened to end at the next boundary, so that no item is
-// missed or billed twice.
-func after(from time.Time, d time.Duration) Period {
-	p := PeriodAt(from, d)
-	return Period{Start: from.UTC(), End: p.End}
-}
-
 // FormatDuration writes d as people write periods: 1h, 15m, 2m30s
 // (time.Duration.String gives 1h0m0s).
 func FormatDuration(d time.Duration) string {
@@ -75,49 +66,19 @@ func (p Period) Quarters() []time.Time {
 	return qs
 }
 
-// Due returns the periods due at now, oldest first, after the checkpoint
-// (or from start when there is no checkpoint), at most max of them, and how
-// many more are due beyond those. A period is due when now >= end+lateness.
+// Due returns the periods due at now on a grid of period d with no
+// recorded epochs (Grid.Due).
 func Due(checkpoint, start, now time.Time, d, lateness time.Duration, max int) (due []Period, remaining int, err error) {
-	from := checkpoint
-	if from.IsZero() {
-		if start.IsZero() {
-			return nil, 0, ErrNoStart
-		}
-		from = start
-	}
-	watermark := now.Add(-lateness)
-	for p := after(from, d); !p.End.After(watermark); p = after(p.End, d) {
-		if len(due) < max {
-			due = append(due, p)
-			continue
-		}
-		// Count the rest without building them: p itself (which may be
-		// shortened, when from is off a boundary), then the whole periods
-		// from its end (a boundary) to the watermark.
-		remaining = 1 + int(watermark.Sub(p.End)/d)
-		break
-	}
-	return due, remaining, nil
+	return Grid{Checkpoint: checkpoint, Start: start, Period: d}.Due(now, lateness, max)
 }
 
-// Range returns the periods in [from, to), which must both be boundaries of
-// d, oldest first.
+// Range returns the periods in [from, to) of length d (Grid.Range of a
+// grid of period d from from).
 func Range(from, to time.Time, d time.Duration) ([]Period, error) {
 	if !Aligned(from, d) {
 		return nil, fmt.Errorf("--from %s is not a period boundary (period %s, aligned to UTC midnight)", from.UTC().Format(time.RFC3339), FormatDuration(d))
 	}
-	if !Aligned(to, d) {
-		return nil, fmt.Errorf("--to %s is not a period boundary (period %s, aligned to UTC midnight)", to.UTC().Format(time.RFC3339), FormatDuration(d))
-	}
-	if !to.After(from) {
-		return nil, fmt.Errorf("--to %s must be after --from %s", to.UTC().Format(time.RFC3339), from.UTC().Format(time.RFC3339))
-	}
-	var ps []Period
-	for p := PeriodAt(from, d); !p.Start.After(to.Add(-d)); p = PeriodAt(p.End, d) {
-		ps = append(ps, p)
-	}
-	return ps, nil
+	return Grid{Start: from, Period: d}.Range(from, to)
 }
 
 // Partitions returns the partition keys of p, in order: for each quarter,
