@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/report"
 )
@@ -133,5 +134,51 @@ func TestPeriodChange(t *testing.T) {
 				e.checkSink()
 			})
 		})
+	}
+}
+
+// TestGridInferredForOlderState: a state written before grids were
+// recorded (a checkpoint, no grid) gets its grid from the manifests in the
+// sink, once, written by the first run that holds the lease; verify
+// --repair then finds nothing, also after invented manifests of the old
+// verify --repair before report.start.
+func TestGridInferredForOlderState(t *testing.T) {
+	e := newEnv(t, embeddedStack)
+	e.putHourly(at(0, 0), at(4, 0), 4)
+	j := e.job("A")
+	j.DedupeWindow, j.RecheckAfter = 0, nil
+	e.run(j, job.RunOptions{Now: at(2, 5)})
+	j = e.job("B")
+	j.Period, j.DedupeWindow, j.RecheckAfter = 15*time.Minute, 0, nil
+	e.run(j, job.RunOptions{Now: at(4, 5)})
+	want := e.state().Grid
+	// As an earlier version left it: no grid.
+	l, err := e.st.Acquire(context.Background(), jobName, "old", e.clock.Now(), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.Update(context.Background(), jobName, l, e.clock.Now(), checkpoint.Update{Grid: []checkpoint.Epoch{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.Release(context.Background(), jobName, l); err != nil {
+		t.Fatal(err)
+	}
+	if g := e.state().Grid; len(g) != 0 {
+		t.Fatalf("grid not cleared: %v", g)
+	}
+	v := e.job("V")
+	v.Period, v.DedupeWindow = 15*time.Minute, 0
+	checks := e.verify(v, job.VerifyOptions{From: at(0, 0), To: at(4, 0), Repair: true, Now: at(4, 30)})
+	if d := differences(checks); len(d) > 0 || len(checks) != 10 {
+		t.Fatalf("verify --repair of an older state: %d periods, differences %v", len(checks), d)
+	}
+	got := e.state().Grid
+	if len(got) != len(want) || len(got) != 2 {
+		t.Fatalf("inferred grid %v, want %v", got, want)
+	}
+	for i := range got {
+		if !got[i].From.Equal(want[i].From) || got[i].Period != want[i].Period {
+			t.Fatalf("inferred grid %v, want %v", got, want)
+		}
 	}
 }
