@@ -169,6 +169,9 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 		if periods, err = r.grid.Range(opts.From, opts.To); err != nil {
 			return res, fmt.Errorf("%w: %w", ErrBadRange, err)
 		}
+		if err := j.checkWatermark(opts); err != nil {
+			return res, err
+		}
 	} else {
 		periods, res.PeriodsRemaining, err = r.grid.Due(opts.Now, j.Lateness, j.MaxPeriods)
 		if err != nil {
@@ -236,6 +239,11 @@ func (j *Job) checkBackfill(opts RunOptions) error {
 		return fmt.Errorf("%w: --to %s must be after --from %s", ErrBadRange,
 			opts.To.UTC().Format(time.RFC3339), opts.From.UTC().Format(time.RFC3339))
 	}
+	return nil
+}
+
+// checkWatermark refuses a backfill that reaches beyond the watermark.
+func (j *Job) checkWatermark(opts RunOptions) error {
 	watermark := opts.Now.Add(-j.Lateness)
 	if opts.To.After(watermark) {
 		return fmt.Errorf("%w: --to %s is beyond the watermark %s (now - lateness): that period is not complete yet",
