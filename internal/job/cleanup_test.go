@@ -120,3 +120,39 @@ func TestCleanupFinished(t *testing.T) {
 		})
 	}
 }
+
+// TestIntentNamesAdjustmentsOnlyAgency: a restatement that writes an
+// adjustments file for an agency that vanished, and is then interrupted
+// before its manifest, leaves that file in a folder its intent names: the
+// next publication removes it, and the agency's folder holds only the
+// adjustments its manifest lists.
+func TestIntentNamesAdjustmentsOnlyAgency(t *testing.T) {
+	e := newEnv(t, embeddedStack)
+	e.put(purchase("t-1", "acme", 1000, at(10, 5)), purchase("t-2", "zeta", 2000, at(10, 6)))
+	e.run(e.job("A"), job.RunOptions{Now: at(11, 2)})
+	// zeta's only transaction becomes a reject; the restatement is cut
+	// short before its manifest, after zeta's adjustments CSV (-20.00).
+	e.put(rejectOf(purchase("t-2", "zeta", 2000, at(10, 6))))
+	e.drv.setFail(func(key string) error {
+		if strings.HasSuffix(key, "/manifest.json") {
+			return errors.New("manifest refused (test)")
+		}
+		return nil
+	})
+	if _, err := e.job("B").Run(context.Background(), job.RunOptions{Now: at(12, 1)}); err == nil {
+		t.Fatal("the run whose manifest failed succeeded")
+	}
+	e.drv.setFail(nil)
+	if adj := e.keysUnder("agency=zeta/period=20900301T1000Z/adjustments-"); len(adj) != 1 ||
+		!strings.Contains(e.read(adj[0]), "-20.00") {
+		t.Fatalf("after the interrupted restatement, zeta's adjustments %q", adj)
+	}
+	// A new item for zeta, then the rerun: revision 2 says -15.00.
+	e.put(purchase("t-4", "zeta", 500, at(10, 30)))
+	e.run(e.job("C"), job.RunOptions{Now: at(12, 1)})
+	e.checkSink()
+	adj := e.keysUnder("agency=zeta/period=20900301T1000Z/adjustments-")
+	if len(adj) != 1 || !strings.Contains(e.read(adj[0]), "-15.00") {
+		t.Errorf("zeta's adjustments %q", adj)
+	}
+}
