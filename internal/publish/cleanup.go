@@ -169,11 +169,16 @@ func (pb *Publisher) deleteAll(ctx context.Context, p report.Period, keys []stri
 	defer cancel(nil)
 	sem := make(chan struct{}, pb.workers())
 	for _, key := range keys {
+		acquired := false
 		select {
 		case sem <- struct{}{}:
+			acquired = true
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
+			if acquired {
+				<-sem // a slot kept would block the wait below for good
+			}
 			break
 		}
 		// Waiting for a slot may have taken long (see upload).
