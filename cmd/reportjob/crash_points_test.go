@@ -29,7 +29,7 @@ var crashCases = []string{
 	"after-read:1", "after-read:5",
 	"after-claims:1", "after-claims:5",
 	"after-upload:1", "after-upload:5",
-	"mid-restatement:1", "mid-restatement:2",
+	"mid-restatement:1", "mid-restatement:2", "mid-restatement:5",
 	"after-manifest:1", "after-manifest:5",
 	"after-cleanup:1", "after-cleanup:5",
 	"after-checkpoint:1", "after-checkpoint:2", "after-checkpoint:5",

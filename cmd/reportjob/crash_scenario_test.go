@@ -111,6 +111,12 @@ func newCrashScenario() *crashScenario {
 	s.rejected["bad-01"] = true
 	// tx-01-01 retried, re-stamped into the next period: billed in 01:00 only.
 	s.prep = append(s.prep, mk(txs["tx-01-01"], hourAt(2, 0, 5)))
+	// The only transaction of an agency in 02:00, which then becomes a
+	// reject: the agency vanishes from 02:00 when it is restated (its
+	// files go, an adjustments file of its own takes them back).
+	vanish := tx{id: "vanish-02", agency: "zeta vanishing", amount: "20.00", currency: "USD"}
+	s.prep = append(s.prep, mk(vanish, hourAt(2, 20, 0)))
+	s.rejected[vanish.id] = true
 
 	for h := 3; h < 7; h++ {
 		hour(&s.late, h)
@@ -121,6 +127,8 @@ func newCrashScenario() *crashScenario {
 		s.late = append(s.late, mk(t, hourAt(2, 41+i, 0)))
 		s.billed[t.id] = hourAt(2, 0, 0)
 	}
+	vanish.currency = "XXX"
+	s.late = append(s.late, mk(vanish, hourAt(2, 20, 0)))
 	// A retry of tx-03-05 re-stamped back into 02:00: 03:00, delivered
 	// first, bills it; the restatement of 02:00 drops it.
 	s.late = append(s.late, mk(txs["tx-03-05"], hourAt(2, 59, 0)))
@@ -397,9 +405,26 @@ func (s *crashScenario) reference(t *testing.T, bin, backend string) crashRefere
 	return ref
 }
 
+// checkNoTemp checks that no temporary file is left anywhere under a
+// folder sink (a file sink's temporary files are named .reportjob-tmp-*).
+func checkNoTemp(h *harness) {
+	h.t.Helper()
+	if h.backend == "aws" {
+		return
+	}
+	root := filepath.Join(h.dir, "reports")
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasPrefix(d.Name(), ".reportjob-tmp-") {
+			h.t.Errorf("temporary file left: %s", strings.TrimPrefix(p, root+"/"))
+		}
+		return nil
+	})
+}
+
 // check compares h (after a crash and its recovery) with the reference.
 func (s *crashScenario) check(h *harness, ref crashReference) {
 	h.t.Helper()
+	checkNoTemp(h) // before anything opens the sink again
 	snap := snapshot(h)
 	checkSinkInvariant(h.t, snap)
 	compareSinks(h.t, ref.snap, snap)

@@ -6,9 +6,10 @@
 // link or concurrent rename can reach outside the folder. Files are 0640
 // and the folders it creates 0750 (less when the umask says so).
 //
-// A Put is atomic: the body goes to a hidden temporary file in the
-// target's folder, which is fsynced and renamed over the target, and the
-// folder is fsynced. A conditional Put compares the target's ETag and
+// A Put is atomic: the body goes to a temporary file outside the visible
+// tree (in DIR/.reportjob-tmp/, see temp.go), which is fsynced and renamed
+// over the target, and the target's folder is fsynced. The temporary files
+// of a process that died are removed by the next New. A conditional Put compares the target's ETag and
 // renames while holding an exclusive flock(2) on DIR/.reportjob-sink.lock,
 // so that of two processes (or goroutines) racing to create or replace
 // one object exactly one wins. Delete removes the file and then the
@@ -30,6 +31,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -67,6 +69,10 @@ type Sink struct {
 	// sem serializes this process's conditional puts before they take
 	// the flock (which excludes other processes).
 	sem chan struct{}
+
+	tmpMu   sync.Mutex
+	tmpDir  string   // this Sink's temporary folder, "" until the first Put
+	tmpLock *os.File // its .lock, flocked while the Sink is open
 }
 
 var _ driver.Bucket = (*Sink)(nil)
@@ -88,11 +94,17 @@ func New(dir string) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
-	return &Sink{dir: abs, root: root, sem: make(chan struct{}, 1)}, nil
+	s := &Sink{dir: abs, root: root, sem: make(chan struct{}, 1)}
+	s.sweepTemp()
+	return s, nil
 }
 
-// Close releases the folder. The Sink must not be used afterwards.
-func (s *Sink) Close() error { return s.root.Close() }
+// Close removes the Sink's temporary folder and releases the folder. The
+// Sink must not be used afterwards.
+func (s *Sink) Close() error {
+	s.closeTemp()
+	return s.root.Close()
+}
 
 // Dir returns the sink's absolute folder.
 func (s *Sink) Dir() string { return s.dir }
@@ -130,17 +142,15 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 	if reserved(key) {
 		return driver.Attrs{}, errReserved
 	}
-	folder, base := path.Split(key)
-	dir, tmp, f, err := s.createTemp(strings.TrimSuffix(folder, "/"))
+	tmp, f, err := s.createTemp()
 	if err != nil {
 		return driver.Attrs{}, err
 	}
-	defer dir.close()
 	done := false
 	defer func() {
 		if !done {
 			f.Close()
-			dir.r.Remove(tmp)
+			s.root.Remove(tmp)
 			s.prune(path.Dir(key)) // a folder made for this Put
 		}
 	}()
@@ -167,31 +177,31 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 			return driver.Attrs{}, err
 		}
 		defer unlock()
-		cur, err := dir.r.Lstat(base)
+		cur, err := s.root.Lstat(key)
 		if err != nil && !missing(err) {
 			return driver.Attrs{}, err
 		}
 		if err := precondition(cur, opts); err != nil {
 			return driver.Attrs{}, err
 		}
-		if fi, err = stamp(dir.r, tmp, f, cur); err != nil {
+		if fi, err = stamp(s.root, tmp, f, cur); err != nil {
 			return driver.Attrs{}, err
 		}
 		if err := ctx.Err(); err != nil {
 			return driver.Attrs{}, err
 		}
-		if err := dir.r.Rename(tmp, base); err != nil {
+		if err := s.place(tmp, key); err != nil {
 			return driver.Attrs{}, err
 		}
 		unlock()
 	} else {
-		if fi, err = stamp(dir.r, tmp, f, nil); err != nil {
+		if fi, err = stamp(s.root, tmp, f, nil); err != nil {
 			return driver.Attrs{}, err
 		}
 		if err := ctx.Err(); err != nil {
 			return driver.Attrs{}, err
 		}
-		if err := dir.r.Rename(tmp, base); err != nil {
+		if err := s.place(tmp, key); err != nil {
 			return driver.Attrs{}, err
 		}
 	}
@@ -199,10 +209,30 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 	if err := f.Close(); err != nil {
 		return driver.Attrs{}, fmt.Errorf("close %s: %w", key, err)
 	}
-	if err := dir.sync(); err != nil {
+	if err := (folder{r: s.root}).syncPath(path.Dir(key)); err != nil {
 		return driver.Attrs{}, err
 	}
 	return attrs(key, fi), nil
+}
+
+// place renames the temporary file tmp to key, creating key's folder; a
+// Delete may remove a new, empty folder before the rename: then it tries
+// again.
+func (s *Sink) place(tmp, key string) error {
+	rel := path.Dir(key)
+	for attempt := 0; ; attempt++ {
+		if rel != "." {
+			dir, err := s.openFolder(rel)
+			if err != nil {
+				return err
+			}
+			dir.close()
+		}
+		err := s.root.Rename(tmp, key)
+		if err == nil || !missing(err) || attempt >= mkdirRetries {
+			return err
+		}
+	}
 }
 
 // precondition checks opts against cur, the target's Lstat (nil when
@@ -393,8 +423,11 @@ func (s *Sink) Delete(_ context.Context, key string) error {
 // first folder it did not remove ("." for the sink's).
 func (s *Sink) prune(p string) string {
 	for ; p != "."; p = path.Dir(p) {
-		// Remove fails on a folder that is not empty: an object, or a
-		// Put that has created its temporary file there.
+		if fi, err := s.root.Lstat(p); err != nil || !fi.IsDir() {
+			break // gone, or a file (never removed here)
+		}
+		// Remove fails on a folder that is not empty. (A Put whose
+		// folder goes meanwhile makes it again: see place.)
 		if err := s.root.Remove(p); err != nil && !missing(err) {
 			break
 		}

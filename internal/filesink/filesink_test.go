@@ -82,7 +82,7 @@ func TestFilesOnDisk(t *testing.T) {
 		want := os.FileMode(fileMode)
 		if d.IsDir() {
 			want = os.ModeDir | dirMode
-		} else {
+		} else if !strings.HasPrefix(filepath.ToSlash(rel), tmpArea+"/") { // the open Sink's lock
 			files = append(files, filepath.ToSlash(rel))
 		}
 		if p != s.Dir() && fi.Mode() != want {
@@ -205,8 +205,9 @@ func TestDeleteRemovesEmptyFolders(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the sink's folder: %v", err)
 	}
+	entries = slices.DeleteFunc(entries, func(e os.DirEntry) bool { return e.Name() == tmpArea })
 	if len(entries) != 0 {
-		t.Fatalf("sink folder holds %v, want nothing", entries)
+		t.Fatalf("sink folder holds %v, want nothing (but the open Sink's %s)", entries, tmpArea)
 	}
 }
 

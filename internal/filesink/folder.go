@@ -1,8 +1,6 @@
 package filesink
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,30 +22,6 @@ func (d folder) close() {
 
 // sync fsyncs the folder.
 func (d folder) sync() error { return d.syncPath(".") }
-
-// createTemp creates a temporary file in the folder rel ("" for the root),
-// creating the folder if needed (and fsyncing the folders above a new
-// one). A Delete may remove a new, empty folder before the temporary file
-// is in it: then it tries again.
-func (s *Sink) createTemp(rel string) (folder, string, *os.File, error) {
-	for attempt := 0; ; attempt++ {
-		dir, err := s.openFolder(rel)
-		if err != nil {
-			return folder{}, "", nil, err
-		}
-		var b [8]byte
-		rand.Read(b[:])
-		tmp := tmpPrefix + hex.EncodeToString(b[:])
-		f, err := dir.r.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
-		if err == nil {
-			return dir, tmp, f, nil
-		}
-		dir.close()
-		if !errors.Is(err, fs.ErrNotExist) || attempt >= mkdirRetries {
-			return folder{}, "", nil, fmt.Errorf("create temporary file: %w", err)
-		}
-	}
-}
 
 // openFolder opens the folder rel, creating it when missing.
 func (s *Sink) openFolder(rel string) (folder, error) {

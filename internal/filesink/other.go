@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"os"
 	"strconv"
 )
 
@@ -18,3 +19,10 @@ func etag(fi fs.FileInfo) string {
 func (s *Sink) lock(context.Context) (func(), error) {
 	return nil, errors.New("file sink: conditional put needs flock(2), which this system lacks")
 }
+
+// lockNow is a no-op here: without flock(2), temporary folders are never
+// proven dead, and never swept.
+func lockNow(*os.File) error { return nil }
+
+// tryLock reports false: no temporary folder is proven dead.
+func tryLock(*os.File) bool { return false }

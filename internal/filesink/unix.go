@@ -69,3 +69,17 @@ func (s *Sink) lock(ctx context.Context) (func(), error) {
 		})
 	}, nil
 }
+
+// lockNow takes f's exclusive flock without waiting.
+func lockNow(f *os.File) error {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	return nil
+}
+
+// tryLock reports whether f's exclusive flock could be taken (it is
+// released when f is closed).
+func tryLock(f *os.File) bool {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+}

@@ -7,7 +7,10 @@
 //     manifests/period=P/ for the intents of interrupted publications.
 //  2. Check the fence (this run still holds its lease), then write this
 //     run's intent, manifests/period=P/pending-RUN.json, naming the agency
-//     folders it will write.
+//     folders it writes, before the first upload (rewritten before an
+//     upload into a folder it does not name yet) and at the latest before
+//     a manifest that replaces objects: while it exists, the period's
+//     cleanup is pending.
 //  3. Upload each object (its name carries its content hash, so the same
 //     content is the same object), checking the fence before each, and
 //     skipping the objects the current manifest already lists.
@@ -15,13 +18,16 @@
 //     none, If-Match: <the ETag read in 1> otherwise. Two publishers can
 //     never blindly overwrite each other; a response lost in transit is
 //     recognised by reading the manifest back.
-//  5. Delete what the new manifest does not list: the previous revision's
-//     objects, and anything under P's dataset prefixes and under the agency
-//     folders that interrupted publications named; then delete the intents.
+//  5. Clean up (see cleanup for exactly what is deleted): what the
+//     manifest does not list under P's dataset prefixes, the objects of the
+//     previous revision it replaced, and what interrupted publications left
+//     in the agency folders their intents named; then the intents.
 //
 // A reader that globs a dataset prefix therefore sees exactly the latest
 // revision once step 5 is done; a reader that follows manifests sees it at
-// step 4. Nothing a manifest lists ever changes.
+// step 4. Nothing a manifest lists ever changes. A cleanup cut short (a
+// crash, a failed delete, a lost lease) is finished by the next run that
+// touches P, before it publishes anything else there.
 package publish
 
 import (
@@ -34,7 +40,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/crashpoint"
@@ -183,10 +188,13 @@ type Session struct {
 	mu       sync.Mutex
 	uploaded []report.FileInfo
 
-	intentBody    []byte
-	intentOnce    sync.Once
-	intentErr     error
-	intentWritten atomic.Bool
+	// The intent: written before the first upload, rewritten when an
+	// upload goes to an agency folder it does not name yet.
+	intentMu       sync.Mutex
+	intentStarted  time.Time
+	intentAgencies []string        // escaped, in the order named
+	intentNamed    map[string]bool // escaped
+	intentWritten  bool
 }
 
 // Options of a publication.
@@ -206,17 +214,18 @@ func (pb *Publisher) Begin(ctx context.Context, cur *Current, agencies []string,
 	if err := pb.fence(); err != nil {
 		return nil, fmt.Errorf("publish %s: %w", p.Name(), err)
 	}
-	esc := make([]string, 0, len(agencies))
-	for _, a := range agencies {
-		esc = append(esc, agencySegment(a, p))
-	}
-	body, err := json.Marshal(intent{RunID: pb.RunID, StartedAt: pb.now().UTC(), Agencies: esc})
-	if err != nil {
-		return nil, fmt.Errorf("publish %s: intent: %w", p.Name(), err)
+	// A cleanup of the current revision cut short is finished first: the
+	// manifest this publication replaces names the objects it replaced.
+	if err := pb.Clean(ctx, cur); err != nil {
+		return nil, err
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
-	s := &Session{pb: pb, ctx: sctx, cancel: cancel, cur: cur, p: p, restore: o.Restore, intentBody: body,
-		skip: map[string]string{}, queue: make(chan encode.File), done: make(chan struct{})}
+	s := &Session{pb: pb, ctx: sctx, cancel: cancel, cur: cur, p: p, restore: o.Restore,
+		skip: map[string]string{}, queue: make(chan encode.File), done: make(chan struct{}),
+		intentStarted: pb.now().UTC(), intentNamed: map[string]bool{}}
+	for _, a := range agencies {
+		s.name(agencySegment(a, p))
+	}
 	if cur.Manifest != nil {
 		for _, f := range cur.Manifest.Files {
 			s.skip[f.Key] = f.SHA256
@@ -226,24 +235,49 @@ func (pb *Publisher) Begin(ctx context.Context, cur *Current, agencies []string,
 	return s, nil
 }
 
-// writeIntent writes the session's intent, once, before its first upload.
-func (s *Session) writeIntent() error {
-	s.intentOnce.Do(func() {
-		_, err := s.pb.out().PutBytes(s.ctx, report.IntentKey(s.p, s.pb.RunID), s.intentBody, sink.PutOptions{ContentType: encode.TypeJSON})
-		if err != nil {
-			s.intentErr = fmt.Errorf("publish %s: %w", s.p.Name(), err)
-			return
-		}
-		s.intentWritten.Store(true)
-	})
-	return s.intentErr
+// name adds the escaped agency esc to the intent's folders; it reports
+// whether esc is new. Call it with intentMu held (or before the uploads).
+func (s *Session) name(esc string) bool {
+	if s.intentNamed[esc] {
+		return false
+	}
+	s.intentNamed[esc] = true
+	s.intentAgencies = append(s.intentAgencies, esc)
+	return true
+}
+
+// writeIntent makes sure the session's intent is in the sink and names the
+// agency folder of key ("" for none) before anything is written there: it
+// writes the intent the first time, and rewrites it when key is in a
+// folder it does not name yet (a vanished agency's adjustments file).
+func (s *Session) writeIntent(ctx context.Context, key string) error {
+	s.intentMu.Lock()
+	defer s.intentMu.Unlock()
+	fresh := false
+	if esc, ok := report.AgencySegment(key); ok {
+		fresh = s.name(esc)
+	}
+	if s.intentWritten && !fresh {
+		return nil
+	}
+	body, err := json.Marshal(intent{RunID: s.pb.RunID, StartedAt: s.intentStarted, Agencies: s.intentAgencies})
+	if err != nil {
+		return fmt.Errorf("publish %s: intent: %w", s.p.Name(), err)
+	}
+	if _, err := s.pb.out().PutBytes(ctx, report.IntentKey(s.p, s.pb.RunID), body, sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
+		return fmt.Errorf("publish %s: %w", s.p.Name(), err)
+	}
+	s.intentWritten = true
+	return nil
 }
 
 // intents returns the intents to delete once the period is clean: the
 // interrupted ones, and this session's if it wrote one.
 func (s *Session) intents() []string {
 	out := slices.Clone(s.cur.Intents)
-	if s.intentWritten.Load() {
+	s.intentMu.Lock()
+	defer s.intentMu.Unlock()
+	if s.intentWritten {
 		out = append(out, report.IntentKey(s.p, s.pb.RunID))
 	}
 	return out
@@ -298,7 +332,7 @@ func (s *Session) upload(f encode.File) error {
 	if err := s.pb.fence(); err != nil {
 		return fmt.Errorf("publish %s: %w", s.p.Name(), err)
 	}
-	if err := s.writeIntent(); err != nil {
+	if err := s.writeIntent(s.ctx, f.Key); err != nil {
 		return err
 	}
 	// Writing the intent (or waiting for another upload to write it) may
@@ -380,7 +414,6 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 		return err
 	}
 	p, pb := s.p, s.pb
-	var prevKeys []string
 	if prev := s.cur.Manifest; prev != nil {
 		m.PreviousSHA256 = report.SHA256Hex(s.cur.Raw)
 		m.PreviousItemsRead = prev.ItemsRead
@@ -391,7 +424,6 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 				m.ReplacedFiles = append(m.ReplacedFiles, f.Key)
 			}
 		}
-		prevKeys = m.ReplacedFiles
 	}
 	body, err := m.Marshal()
 	if err != nil {
@@ -399,6 +431,16 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 	}
 	if err := pb.fence(); err != nil {
 		return fmt.Errorf("publish %s: %w", p.Name(), err)
+	}
+	if len(m.ReplacedFiles) > 0 {
+		// The cleanup this manifest makes pending must be visible until
+		// it is done, even for a revision that only drops objects.
+		if err := s.writeIntent(ctx, ""); err != nil {
+			return err
+		}
+		if err := pb.fence(); err != nil {
+			return fmt.Errorf("publish %s: %w", p.Name(), err)
+		}
 	}
 	opts := sink.PutOptions{ContentType: encode.TypeJSON, IfNoneMatch: s.cur.Manifest == nil, IfMatch: s.cur.ETag}
 	if s.cur.Manifest == nil {
@@ -418,7 +460,7 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 	}
 	pb.Log.Debug("manifest written", logPeriod, p.Name(), "revision", m.Revision)
 	crashpoint.Hit(crashpoint.AfterManifest)
-	return pb.cleanup(ctx, p, m, prevKeys, s.intents())
+	return pb.cleanup(ctx, p, m, s.intents(), true)
 }
 
 // Close ends a publication that found nothing to publish (the rebuilt
@@ -428,123 +470,7 @@ func (s *Session) Close(ctx context.Context) error {
 	if _, err := s.Wait(); err != nil {
 		return err
 	}
-	return s.pb.cleanup(ctx, s.p, s.cur.Manifest, nil, s.intents())
-}
-
-// Clean removes what interrupted publications left next to the current
-// revision of cur (a period whose items did not change, but whose last
-// publication did not finish its cleanup).
-func (pb *Publisher) Clean(ctx context.Context, cur *Current) error {
-	if len(cur.Intents) == 0 || cur.Manifest == nil {
-		return nil
-	}
-	if err := pb.fence(); err != nil {
-		return fmt.Errorf("clean %s: %w", cur.Period.Name(), err)
-	}
-	return pb.cleanup(ctx, cur.Period, cur.Manifest, nil, cur.Intents)
-}
-
-// cleanup deletes every object of p that m does not list: the keys of the
-// previous revision that m replaced, then whatever is under p's dataset
-// prefixes and the agency folders the intents named; the intents last.
-func (pb *Publisher) cleanup(ctx context.Context, p report.Period, m *report.Manifest, replaced, intents []string) error {
-	keep := keySet(m.Files)
-	doomed := slices.Clone(replaced)
-	prefixes := make([]string, 0, len(report.Datasets))
-	for _, d := range report.Datasets {
-		prefixes = append(prefixes, report.DatasetPrefix(d, p))
-	}
-	mine := report.IntentKey(p, pb.RunID)
-	for _, key := range intents {
-		if key == mine {
-			continue // this run's uploads are all listed
-		}
-		in, err := pb.readIntent(ctx, key)
-		if err != nil {
-			return err
-		}
-		for _, esc := range in.Agencies {
-			prefixes = append(prefixes, report.EscapedAgencyPrefix(esc, p))
-		}
-	}
-	slices.Sort(prefixes)
-	for _, prefix := range slices.Compact(prefixes) {
-		objs, err := pb.Bucket.List(ctx, prefix)
-		if err != nil {
-			return fmt.Errorf("clean %s: %w", p.Name(), err)
-		}
-		for _, o := range objs {
-			if !keep[o.Key] {
-				doomed = append(doomed, o.Key)
-			}
-		}
-	}
-	slices.Sort(doomed)
-	doomed = slices.Compact(doomed)
-	if err := pb.deleteAll(ctx, p, doomed); err != nil {
-		return err
-	}
-	if len(doomed) > 0 {
-		pb.Log.Info("deleted objects the manifest does not list", logPeriod, p.Name(), logCount, len(doomed))
-	}
-	if err := pb.deleteAll(ctx, p, intents); err != nil {
-		return err
-	}
-	crashpoint.Hit(crashpoint.AfterCleanup)
-	return nil
-}
-
-func (pb *Publisher) readIntent(ctx context.Context, key string) (intent, error) {
-	var in intent
-	raw, _, err := pb.Bucket.ReadAll(ctx, key, maxManifestBytes)
-	if errors.Is(err, sink.ErrNotFound) {
-		return in, nil
-	}
-	if err != nil {
-		return in, fmt.Errorf("read intent: %w", err)
-	}
-	if err := json.Unmarshal(raw, &in); err != nil {
-		return in, fmt.Errorf("read intent %s: %w", pb.Bucket.URL(key), err)
-	}
-	return in, nil
-}
-
-// deleteAll deletes keys, Concurrency at a time, checking the fence.
-func (pb *Publisher) deleteAll(ctx context.Context, p report.Period, keys []string) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	if err := pb.fence(); err != nil {
-		return fmt.Errorf("clean %s: %w", p.Name(), err)
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	sem := make(chan struct{}, pb.workers())
-	for _, key := range keys {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		// Waiting for a slot may have taken long (see upload).
-		if err := pb.fence(); err != nil {
-			<-sem
-			cancel(fmt.Errorf("clean %s: %w", p.Name(), err))
-			break
-		}
-		go func() {
-			defer func() { <-sem }()
-			if err := pb.out().Delete(ctx, key); err != nil {
-				cancel(fmt.Errorf("clean %s: %w", p.Name(), err))
-			}
-		}()
-	}
-	for range cap(sem) {
-		sem <- struct{}{}
-	}
-	return context.Cause(ctx)
+	return s.pb.cleanup(ctx, s.p, s.cur.Manifest, s.intents(), false)
 }
 
 func keySet(files []report.FileInfo) map[string]bool {

@@ -1,0 +1,142 @@
+package filesink
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"time"
+)
+
+// Temporary files live outside the visible tree, in DIR/.reportjob-tmp/,
+// one folder per open Sink: DIR/.reportjob-tmp/ID/ holds a .lock file
+// that the Sink keeps flock(2)ed while it is open, and its temporary
+// files (.reportjob-tmp-RANDOM). The kernel releases the lock when the
+// process dies, however it dies, so a folder whose lock can be taken
+// belongs to a dead process: New removes those, and so a Put killed
+// half-way leaves nothing behind once the sink is opened again. A live
+// Sink's folder is never removed. A Put renames its file from there to
+// its key (the same file system: DIR must not have mount points inside).
+const (
+	tmpArea     = reservedPrefix + "tmp"
+	tmpLockName = ".lock"
+	// tmpNewPrefix names a folder being set up (not yet locked): never
+	// looked at by the sweep unless older than tmpNewMaxAge (its process
+	// died in the microseconds between mkdir and flock).
+	tmpNewPrefix = ".new-"
+	tmpNewMaxAge = time.Hour
+)
+
+func randomHex() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// tempFolder returns the Sink's own temporary folder (relative to DIR),
+// making and locking it on first use.
+func (s *Sink) tempFolder() (string, error) {
+	s.tmpMu.Lock()
+	defer s.tmpMu.Unlock()
+	if s.tmpDir != "" {
+		return s.tmpDir, nil
+	}
+	if err := s.root.MkdirAll(tmpArea, dirMode); err != nil {
+		return "", fmt.Errorf("temporary folder: %w", err)
+	}
+	id := randomHex()
+	fresh := path.Join(tmpArea, tmpNewPrefix+id)
+	if err := s.root.Mkdir(fresh, dirMode); err != nil {
+		return "", fmt.Errorf("temporary folder: %w", err)
+	}
+	f, err := s.root.OpenFile(path.Join(fresh, tmpLockName), os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+	if err == nil {
+		err = lockNow(f)
+		if err != nil {
+			f.Close()
+		}
+	}
+	final := path.Join(tmpArea, id)
+	if err == nil {
+		err = s.root.Rename(fresh, final)
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		s.root.RemoveAll(fresh)
+		return "", fmt.Errorf("temporary folder: %w", err)
+	}
+	s.tmpDir, s.tmpLock = final, f
+	return final, nil
+}
+
+// createTemp creates a temporary file in the Sink's temporary folder and
+// returns its path relative to DIR.
+func (s *Sink) createTemp() (string, *os.File, error) {
+	dir, err := s.tempFolder()
+	if err != nil {
+		return "", nil, err
+	}
+	tmp := path.Join(dir, tmpPrefix+randomHex())
+	f, err := s.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+	if err != nil {
+		return "", nil, fmt.Errorf("create temporary file: %w", err)
+	}
+	return tmp, f, nil
+}
+
+// closeTemp removes the Sink's temporary folder and releases its lock.
+func (s *Sink) closeTemp() {
+	s.tmpMu.Lock()
+	defer s.tmpMu.Unlock()
+	if s.tmpDir == "" {
+		return
+	}
+	s.root.RemoveAll(s.tmpDir)
+	s.tmpLock.Close()
+	s.tmpDir, s.tmpLock = "", nil
+}
+
+// sweepTemp removes the temporary folders of dead processes (see above).
+// It is best effort: what it cannot remove now, a later New will.
+func (s *Sink) sweepTemp() {
+	entries, err := fs.ReadDir(s.root.FS(), tmpArea)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		p := path.Join(tmpArea, e.Name())
+		if !e.IsDir() {
+			continue
+		}
+		if strings.HasPrefix(e.Name(), tmpNewPrefix) {
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > tmpNewMaxAge {
+				s.root.RemoveAll(p)
+			}
+			continue
+		}
+		if s.deadTemp(p) {
+			s.root.RemoveAll(p)
+		}
+	}
+}
+
+// deadTemp reports whether the lock of the temporary folder p can be taken
+// (its Sink's process is gone), or the folder has no lock file (it was
+// being removed).
+func (s *Sink) deadTemp(p string) bool {
+	f, err := s.root.OpenFile(path.Join(p, tmpLockName), os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	defer f.Close() // releases the lock taken
+	return tryLock(f)
+}
