@@ -11,6 +11,7 @@ import (
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/item"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // fencedIndex is an Index whose claim writers count what they are given
@@ -24,7 +25,7 @@ type fencedIndex struct {
 	commits   atomic.Int64
 }
 
-func (x *fencedIndex) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
+func (x *fencedIndex) NewClaimWriter(ctx context.Context, job string, period report.Period, expires, now time.Time) (collect.ClaimWriter, error) {
 	cw, err := x.Index.NewClaimWriter(ctx, job, period, expires, now)
 	if err != nil {
 		return nil, err
