@@ -17,9 +17,9 @@ type DedupeOptions struct {
 	// Index is the dedupe index; nil dedupes within the period only
 	// (report.dedupe_window 0).
 	Index Index
-	// Window is report.dedupe_window: a claim the period writes counts for
-	// periods that start within Window of its end, and is kept for twice
-	// Window (see Claim.Expires).
+	// Window is report.dedupe_window, the one in force now: it decides
+	// which claims count (Claim.Counts), and how long the claims the
+	// period writes are kept (ClaimRetention).
 	Window time.Duration
 	// Write makes Dedupe record the period's claims (a run, a restatement,
 	// a backfill); false only looks (a dry run).
@@ -27,7 +27,10 @@ type DedupeOptions struct {
 	// Fence is called before the claims are started and before they are
 	// committed: a non-nil error (the lease is lost) stops Dedupe with it.
 	Fence func() error
-	// Now is the report clock (claims expired before it may be swept).
+	// Now is the report clock. Claims expired before both it and the
+	// period's start may be swept: a report clock ahead of real time
+	// (--now, a host clock ahead) never sweeps claims that still count
+	// for the periods being built.
 	Now time.Time
 }
 
@@ -177,8 +180,7 @@ func (d *deduper) decide(b *batch) error {
 		}
 		cl, ok := b.claims[cand.tx.ID]
 		switch {
-		case !ok || !cl.Expires.Add(-d.o.Window).After(p.Start):
-			// Unclaimed, or claimed by a period outside the window.
+		case !ok:
 			if err := d.bill(cand, true); err != nil {
 				return err
 			}
@@ -186,6 +188,14 @@ func (d *deduper) decide(b *batch) error {
 			// Our own claim (a rerun, a restatement): rewritten only
 			// when the content changed.
 			if err := d.bill(cand, cl.FP != cand.fp); err != nil {
+				return err
+			}
+		case !cl.Counts(p, d.o.Window):
+			// Billed by a period outside the window: billed here too.
+			// The claim moves here only from an earlier period, so
+			// that it names the latest billing and a rebuild of an
+			// earlier period never takes it back.
+			if err := d.bill(cand, cl.Period.Before(p.Start)); err != nil {
 				return err
 			}
 		case cl.FP == cand.fp:
@@ -234,7 +244,13 @@ func (d *deduper) startClaims(ctx context.Context) error {
 		return err
 	}
 	p := d.c.Period
-	cw, err := d.o.Index.NewClaimWriter(ctx, d.o.Job, p.Start, p.End.Add(2*d.o.Window), d.o.Now)
+	// Sweep by the period being built, or the report clock when that is
+	// earlier (a backfill of periods to come): never by a clock ahead.
+	sweep := p.Start
+	if !d.o.Now.IsZero() && d.o.Now.Before(sweep) {
+		sweep = d.o.Now
+	}
+	cw, err := d.o.Index.NewClaimWriter(ctx, d.o.Job, p, p.End.Add(ClaimRetention(d.o.Window)), sweep)
 	if err != nil {
 		return fmt.Errorf("write the dedupe index: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/item"
+	"github.com/reportjob/reportjob/internal/keys"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // fencedIndex is an Index whose claim writers count what they are given
@@ -24,7 +27,7 @@ type fencedIndex struct {
 	commits   atomic.Int64
 }
 
-func (x *fencedIndex) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
+func (x *fencedIndex) NewClaimWriter(ctx context.Context, job string, period report.Period, expires, now time.Time) (collect.ClaimWriter, error) {
 	cw, err := x.Index.NewClaimWriter(ctx, job, period, expires, now)
 	if err != nil {
 		return nil, err
@@ -94,5 +97,59 @@ func TestClaimsFencedPerClaim(t *testing.T) {
 	}
 	if n := x.commits.Load(); n != 0 {
 		t.Errorf("claims committed after the lease was lost")
+	}
+}
+
+// TestClaimsOfAFailedRunReleased: a run stopped in the middle of a
+// period's claims (here its lease is lost after the first batch of claims
+// reached the store) leaves claims that no committed list names. When an
+// item it claimed is then deleted, the rerun of the period does not bill
+// it, and its claim must not make a later identical copy a duplicate of a
+// billing that never happened.
+//
+// Known to fail (issue 15, suspected point): the rerun releases only the
+// ids of the period's last committed list, so the failed run's claim of
+// id-00000 stays and the copy in the next period is dropped. See
+// docs-notes/dedupe.md for the fix this needs.
+func TestClaimsOfAFailedRunReleased(t *testing.T) {
+	t.Skip("known bug, issue 15 suspected point: claims of a failed run are not released (docs-notes/dedupe.md)")
+	s := openStore(t)
+	const n = 10_100 // past the embedded index's batch of 10,000 claims
+	var items []item.Item
+	for i := range n {
+		items = append(items, tx(fmt.Sprintf("id-%05d", i), "a", 100, p10.Start.Add(time.Duration(i%3600)*time.Second)))
+	}
+	put(t, s, items...)
+	ctx := context.Background()
+	c, err := collect.Read(ctx, collect.Config{Concurrency: 2, Dir: t.TempDir()}, s, p10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	x := &fencedIndex{Index: s, lostAt: n - 10}
+	fence := func() error {
+		if x.lost.Load() {
+			return checkpoint.ErrLeaseLost
+		}
+		return nil
+	}
+	_, err = c.Dedupe(ctx, collect.DedupeOptions{Job: "job", Index: x, Window: week, Write: true, Fence: fence, Now: p10.End},
+		func(*item.Transaction) error { return nil })
+	if !errors.Is(err, checkpoint.ErrLeaseLost) {
+		t.Fatalf("Dedupe: %v, want ErrLeaseLost", err)
+	}
+	// The producer deletes id-00000; the period is rerun; the identical
+	// transaction comes again in the next hour.
+	pk, sk := keys.ForTransaction("id-00000", p10.Start, 1)
+	if err := s.DeleteItem(ctx, pk, sk); err != nil {
+		t.Fatal(err)
+	}
+	if o := run(t, s, p10, s, true); len(o.billed) != n-1 {
+		t.Fatalf("the rerun billed %d, want %d", len(o.billed), n-1)
+	}
+	put(t, s, tx("id-00000", "a", 100, p11.Start))
+	if o := run(t, s, p11, s, true); !slices.Equal(o.billed, []string{"id-00000"}) {
+		t.Errorf("the next hour billed %v (duplicates across periods %d), want id-00000: the failed run's claim counts as a billing",
+			o.billed, o.stats.DuplicatesAcrossPeriods)
 	}
 }

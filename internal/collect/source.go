@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/reportjob/reportjob/internal/item"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // Source reads partitions of the data table. It never scans: every read
@@ -36,16 +37,60 @@ type Claim struct {
 	ID string
 	// Period is the start of the period that billed the transaction.
 	Period time.Time
+	// End is the end of that period; zero for a claim written before
+	// claims recorded it (see ClaimEnd).
+	End time.Time
 	// FP is the transaction's billing content fingerprint.
 	FP [FPLen]byte
 	// Expires is when the store may delete the claim (DynamoDB's TTL, the
-	// embedded sweep): the billing period's end plus twice
-	// report.dedupe_window. The claim counts for a period that starts
-	// before Expires less one window, that is within the window after the
-	// billing period's end; it is kept a window longer so that a backfill
-	// or restatement of a period up to a window old finds every claim that
-	// counts for it, though the wall clock has moved on.
+	// embedded sweep): the billing period's end plus ClaimRetention of the
+	// window in force when it was written. Whether the claim counts is
+	// decided at look-up, with the window in force then (see Counts); its
+	// expiry only bounds how long it is kept.
 	Expires time.Time
+}
+
+// RetentionFloor is the least time a claim is kept after its billing
+// period's end, whatever report.dedupe_window is: a raise of the window to
+// at most this (or twice the old window, when more) protects every claim
+// already written.
+const RetentionFloor = 35 * 24 * time.Hour
+
+// ClaimRetention is how long after its billing period's end a claim written
+// under window is kept: max(2 x window, RetentionFloor). Twice the window,
+// so that a backfill or restatement of a period up to a window old finds
+// every claim that counts for it though the clock has moved on; at least
+// RetentionFloor, so that a raise of the window protects the claims already
+// written (SPEC section 6). A raise beyond the retention of the old window
+// protects only the claims that still exist: a retry later than that after
+// a transaction billed before the raise is billed again.
+func ClaimRetention(window time.Duration) time.Duration {
+	return max(2*window, RetentionFloor)
+}
+
+// ClaimEnd is the end of the period that billed cl. A claim written before
+// claims recorded their period's end is read as a period of periodLen (the
+// length of report.period now).
+func (cl Claim) ClaimEnd(periodLen time.Duration) time.Time {
+	if cl.End.IsZero() {
+		return cl.Period.Add(periodLen)
+	}
+	return cl.End
+}
+
+// Counts reports whether cl, the claim of another period, makes period p's
+// copy of the transaction a copy of what that period billed: whether the
+// two periods lie within window of each other, by the window in force now
+// (report.dedupe_window at look-up: raising it protects the claims already
+// written, lowering it lets a retry older than the new window be billed
+// again). It is symmetric: a rebuild of the period that billed a
+// transaction first is not made to drop it by a claim that a period
+// outside the window wrote later, so each transaction stays in the period
+// that billed it first (SPEC section 3). This is the one place that
+// decides whether a claim counts.
+func (cl Claim) Counts(p report.Period, window time.Duration) bool {
+	end := cl.ClaimEnd(p.End.Sub(p.Start))
+	return p.Start.Before(end.Add(window)) && cl.Period.Before(p.End.Add(window))
 }
 
 // MaxLookup is the most ids one Index.Lookup call takes (DynamoDB's
@@ -73,10 +118,12 @@ type Index interface {
 	// embedded store, past its expiry by the wall clock on DynamoDB). A
 	// yielded error ends the sequence.
 	PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error]
-	// NewClaimWriter starts replacing the claims of the period starting at
-	// period. Claims it writes expire at expires. now is the report clock:
-	// the store may sweep claims and lists that expired before it.
-	NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (ClaimWriter, error)
+	// NewClaimWriter starts replacing the claims of period. Claims it
+	// writes record the period's start and end and expire at expires.
+	// The store may sweep claims and lists that expired at or before
+	// sweep; callers pass a time that does not run ahead of the periods
+	// being built (see DedupeOptions.Now).
+	NewClaimWriter(ctx context.Context, job string, period report.Period, expires, sweep time.Time) (ClaimWriter, error)
 }
 
 // ClaimWriter replaces one period's claims. Until Commit, the period's
@@ -90,8 +137,9 @@ type ClaimWriter interface {
 	// Add records that the period bills id (ids in strictly ascending byte
 	// order across calls). When write is true the by-id claim is
 	// (re)written with the writer's period, fp and expiry; when false the
-	// id only joins the period's id list (its claim is already the
-	// period's, with this fp).
+	// id only joins the period's id list and its by-id claim is left as it
+	// is (it is already the period's, with this fp, or a later period's
+	// outside the window: see Claim.Counts).
 	Add(id string, fp [FPLen]byte, write bool) error
 	// Release removes id's by-id claim if it is still this period's (an
 	// id the period billed before and no longer bills). Any order.

@@ -6,6 +6,8 @@
 //
 //	job = "<job>#claim#<id>"                 the claim of one transaction id
 //	    period      N  start of the period that billed it, Unix ms
+//	    period_end  N  end of that period, Unix ms (absent in claims
+//	                   written before claims recorded it)
 //	    fp          B  content fingerprint (collect.FPLen bytes)
 //	    expires_at  N  Claim.Expires, Unix s (Time to Live)
 //	job = "<job>#period#<start ms>"          head of a period's id list
@@ -52,6 +54,7 @@ import (
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/dynamodb/attr"
 	"github.com/reportjob/reportjob/internal/dynamodb/batch"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 var _ collect.Index = (*Index)(nil)
@@ -93,6 +96,7 @@ const AttrExpiresAt = "expires_at"
 const (
 	attrExpiresAt = AttrExpiresAt
 	attrPeriod    = "period"
+	attrPeriodEnd = "period_end"
 	attrFP        = "fp"
 	attrGen       = "gen"
 	attrChunks    = "chunks"
@@ -152,10 +156,12 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 	err := ix.batch.Retry(ctx, op, func(ctx context.Context) (int, error) {
 		out, err := ix.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{
 			RequestItems: map[string]types.KeysAndAttributes{table: {
-				Keys:                     pending,
-				ConsistentRead:           aws.Bool(true),
-				ProjectionExpression:     aws.String("#j, #p, #fp, #e"),
-				ExpressionAttributeNames: map[string]string{"#j": attr.Job, "#p": attrPeriod, "#fp": attrFP, "#e": attrExpiresAt},
+				Keys:                 pending,
+				ConsistentRead:       aws.Bool(true),
+				ProjectionExpression: aws.String("#j, #p, #pe, #fp, #e"),
+				ExpressionAttributeNames: map[string]string{
+					"#j": attr.Job, "#p": attrPeriod, "#pe": attrPeriodEnd, "#fp": attrFP, "#e": attrExpiresAt,
+				},
 			}},
 		})
 		if err != nil {
@@ -197,6 +203,13 @@ func parseClaim(prefix string, av map[string]types.AttributeValue) (collect.Clai
 		return collect.Claim{}, fmt.Errorf("claim item %q: attribute %s = %v, want %d bytes (B)", k.Value, attrFP, av[attrFP], collect.FPLen)
 	}
 	c.Period = attr.FromMillis(period)
+	if _, ok := av[attrPeriodEnd]; ok {
+		end, err := intAttr(av, attrPeriodEnd)
+		if err != nil {
+			return collect.Claim{}, fmt.Errorf("claim item %q: %w", k.Value, err)
+		}
+		c.End = attr.FromMillis(end)
+	}
 	c.Expires = time.Unix(expires, 0).UTC()
 	copy(c.FP[:], fp.Value)
 	return c, nil
@@ -216,24 +229,27 @@ func intAttr(av map[string]types.AttributeValue, name string) (int64, error) {
 }
 
 // checkPeriod validates a ClaimWriter's period and expiry.
-func checkPeriod(period, expires time.Time) error {
+func checkPeriod(p report.Period, expires time.Time) error {
 	switch {
-	case period.IsZero():
+	case p.Start.IsZero():
 		return errors.New("period start is zero")
-	case !expires.After(period):
-		return fmt.Errorf("expires %s is not after the period start %s", attr.FormatTime(expires), attr.FormatTime(period))
+	case !p.End.After(p.Start):
+		return fmt.Errorf("period end %s is not after its start %s", attr.FormatTime(p.End), attr.FormatTime(p.Start))
+	case !expires.After(p.Start):
+		return fmt.Errorf("expires %s is not after the period start %s", attr.FormatTime(expires), attr.FormatTime(p.Start))
 	}
 	return nil
 }
 
 // NewClaimWriter implements collect.Index. It reads the period's list head
-// (to know the generation it replaces); now is not used, since expired
+// (to know the generation it replaces); sweep is not used, since expired
 // items are left to Time to Live.
-func (ix *Index) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
+func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period, expires, sweep time.Time) (collect.ClaimWriter, error) {
+	period := p.Start
 	if err := collect.CheckJob(job); err != nil {
 		return nil, fmt.Errorf("new claim writer: %w", err)
 	}
-	if err := checkPeriod(period, expires); err != nil {
+	if err := checkPeriod(p, expires); err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
 	}
 	old, found, err := ix.getHead(ctx, job, period)
@@ -242,7 +258,7 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, period, expires
 	}
 	w := &claimWriter{
 		ix: ix, ctx: ctx, job: job, period: period.UTC(),
-		periodN: attr.Millis(period), expiresN: attr.N(expires.Unix()),
+		periodN: attr.Millis(period), endN: attr.Millis(p.End), expiresN: attr.N(expires.Unix()),
 		old: old, hadOld: found, gen: newGen(old.gen),
 		out: ix.batch.NewAsyncWriter(ctx, ix.table),
 	}
@@ -267,20 +283,21 @@ func newGen(old int64) int64 {
 
 // claimWriter is the DynamoDB collect.ClaimWriter.
 type claimWriter struct {
-	ix                *Index
-	ctx               context.Context
-	job               string
-	period            time.Time
-	periodN, expiresN types.AttributeValue
-	old               head // the list being replaced
-	hadOld            bool
-	gen               int64 // generation written: this writer's own
-	out               *batch.AsyncWriter
-	list              *listChunker
-	chunks, count     int64 // chunks started, ids added
-	last              string
-	err               error // sticky: the first failure
-	done              bool
+	ix            *Index
+	ctx           context.Context
+	job           string
+	period        time.Time
+	periodN, endN types.AttributeValue
+	expiresN      types.AttributeValue
+	old           head // the list being replaced
+	hadOld        bool
+	gen           int64 // generation written: this writer's own
+	out           *batch.AsyncWriter
+	list          *listChunker
+	chunks, count int64 // chunks started, ids added
+	last          string
+	err           error // sticky: the first failure
+	done          bool
 }
 
 func (w *claimWriter) fail(err error) error {
@@ -321,8 +338,8 @@ func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
 	}
 	key := claimKey(w.job, id)
 	err := w.out.Put(types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-		attr.Job: attr.S(key), attrPeriod: w.periodN, attrFP: attr.B(fp[:]), attrExpiresAt: w.expiresN,
-	}}}, len(key)+64)
+		attr.Job: attr.S(key), attrPeriod: w.periodN, attrPeriodEnd: w.endN, attrFP: attr.B(fp[:]), attrExpiresAt: w.expiresN,
+	}}}, len(key)+80)
 	if err != nil {
 		return w.fail(err)
 	}

@@ -142,7 +142,7 @@ func TestIndexCost(t *testing.T) {
 	}
 
 	ids := ixUUIDs(1000)
-	w, err := s.NewClaimWriter(t.Context(), ixJob, ixP0, ixExp, ixNow)
+	w, err := s.NewClaimWriter(t.Context(), ixJob, hourOf(ixP0), ixExp, ixNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestIndexCost(t *testing.T) {
 		name string
 		ids  []string
 	}{{"UUIDs", ixUUIDs(100_000)}, {"tx-%06d", ixSeqIDs(100_000)}} {
-		w, err := s.NewClaimWriter(t.Context(), ixJob, ixP0, ixExp, ixNow)
+		w, err := s.NewClaimWriter(t.Context(), ixJob, hourOf(ixP0), ixExp, ixNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestIndexCost(t *testing.T) {
 		t.Logf("100,000 %s ids: %d chunks", tc.name, h.chunks)
 		// Measured again, alone: a Commit replacing the list with itself
 		// (chunks, head, deletion of the previous chunks).
-		w, err = s.NewClaimWriter(t.Context(), ixJob, ixP0, ixExp, ixNow)
+		w, err = s.NewClaimWriter(t.Context(), ixJob, hourOf(ixP0), ixExp, ixNow)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,7 @@ var (
 // that write says.
 func ixWrite(t *testing.T, s *Index, ids []string, write func(i int) bool) error {
 	t.Helper()
-	w, err := s.NewClaimWriter(t.Context(), ixJob, ixP0, ixExp, ixNow)
+	w, err := s.NewClaimWriter(t.Context(), ixJob, hourOf(ixP0), ixExp, ixNow)
 	if err != nil {
 		t.Fatalf("NewClaimWriter: %v", err)
 	}
@@ -196,11 +196,11 @@ func TestIndexCommitConcurrentWriter(t *testing.T) {
 	if err := ixWrite(t, s, ixSeqIDs(1), ixAll); err != nil {
 		t.Fatal(err)
 	}
-	w1, err := s.NewClaimWriter(t.Context(), ixJob, ixP0, ixExp, ixNow)
+	w1, err := s.NewClaimWriter(t.Context(), ixJob, hourOf(ixP0), ixExp, ixNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w2, err := s.NewClaimWriter(t.Context(), ixJob, ixP0, ixExp, ixNow)
+	w2, err := s.NewClaimWriter(t.Context(), ixJob, hourOf(ixP0), ixExp, ixNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +263,7 @@ func TestIndexPeriodIDsMissingChunk(t *testing.T) {
 
 func TestIndexAbortDeletesNewChunks(t *testing.T) {
 	s := newIndex(t, nil)
-	w, err := s.NewClaimWriter(t.Context(), ixJob, ixP0, ixExp, ixNow)
+	w, err := s.NewClaimWriter(t.Context(), ixJob, hourOf(ixP0), ixExp, ixNow)
 	if err != nil {
 		t.Fatal(err)
 	}

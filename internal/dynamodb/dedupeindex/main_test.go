@@ -13,7 +13,13 @@ import (
 
 	"github.com/reportjob/reportjob/internal/dynamodb/batch"
 	"github.com/reportjob/reportjob/internal/dynamodb/ddbtest"
+	"github.com/reportjob/reportjob/internal/report"
 )
+
+// hourOf is the hourly period starting at start.
+func hourOf(start time.Time) report.Period {
+	return report.Period{Start: start, End: start.Add(time.Hour)}
+}
 
 // clientAPI is what the tests' fault injectors wrap: the index's calls and
 // the batch writes.

@@ -11,8 +11,10 @@
 // <start> is the period start in Unix milliseconds and <expires> the
 // list's expiry in Unix seconds, each as 8 bytes that sort as the numbers
 // do (big endian, sign bit flipped); <gen> is a uint64, big endian. A claim
-// value is version 1, period start (ms), expires (s) as big-endian int64s,
-// then the fingerprint. A head value is version 1, generation, id count,
+// value is version 2, period start (ms), period end (ms), expires (s) as
+// big-endian int64s, then the fingerprint; version 1 (written before
+// claims recorded their period's end, still read) has no period end. A
+// head value is version 1, generation, id count,
 // expires (s), then a flags byte (1: being swept).
 //
 // A list is written in transactions of indexBatch ids into a new
@@ -69,7 +71,9 @@ var (
 
 const (
 	indexVersion = 1
-	claimLen     = 1 + 8 + 8 + collect.FPLen
+	claimV1Len   = 1 + 8 + 8 + collect.FPLen
+	claimVersion = 2
+	claimLen     = 1 + 8 + 8 + 8 + collect.FPLen
 	headLen      = 1 + 8 + 8 + 8 + 1
 	flagSweeping = 1
 )
@@ -85,28 +89,46 @@ func genKey(gen uint64) []byte { return binary.BigEndian.AppendUint64(nil, gen) 
 
 type claimValue struct {
 	period  int64 // ms
+	end     int64 // ms; 0 in a version 1 claim
 	expires int64 // s
 	fp      [collect.FPLen]byte
 }
 
 func (c claimValue) encode() []byte {
 	b := make([]byte, 0, claimLen)
-	b = append(b, indexVersion)
+	b = append(b, claimVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(c.period))
+	b = binary.BigEndian.AppendUint64(b, uint64(c.end))
 	b = binary.BigEndian.AppendUint64(b, uint64(c.expires))
 	return append(b, c.fp[:]...)
 }
 
+// decodeClaim decodes a claim value of version 2 or 1.
 func decodeClaim(b []byte) (claimValue, error) {
-	if len(b) != claimLen || b[0] != indexVersion {
+	var c claimValue
+	switch {
+	case len(b) == claimLen && b[0] == claimVersion:
+		c.end = int64(binary.BigEndian.Uint64(b[9:]))
+		b = append(b[:9:9], b[17:]...) // the version 1 layout
+	case len(b) == claimV1Len && b[0] == indexVersion:
+	default:
 		return claimValue{}, fmt.Errorf("corrupt claim value (%d bytes)", len(b))
 	}
-	c := claimValue{
-		period:  int64(binary.BigEndian.Uint64(b[1:])),
-		expires: int64(binary.BigEndian.Uint64(b[9:])),
-	}
+	c.period = int64(binary.BigEndian.Uint64(b[1:]))
+	c.expires = int64(binary.BigEndian.Uint64(b[9:]))
 	copy(c.fp[:], b[17:])
 	return c, nil
+}
+
+// claim returns c as the claim of id.
+func (c claimValue) claim(id string) collect.Claim {
+	cl := collect.Claim{
+		ID: id, Period: time.UnixMilli(c.period).UTC(), FP: c.fp, Expires: time.Unix(c.expires, 0).UTC(),
+	}
+	if c.end != 0 {
+		cl.End = time.UnixMilli(c.end).UTC()
+	}
+	return cl
 }
 
 type headValue struct {
@@ -211,9 +233,7 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 			if err != nil {
 				return fmt.Errorf("claim of %q: %w", clip(id), err)
 			}
-			claims = append(claims, collect.Claim{
-				ID: id, Period: time.UnixMilli(c.period).UTC(), FP: c.fp, Expires: time.Unix(c.expires, 0).UTC(),
-			})
+			claims = append(claims, c.claim(id))
 		}
 		return nil
 	})

@@ -12,8 +12,14 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/storetest/indextest"
 )
+
+// hourOf is the hourly period starting at start.
+func hourOf(start time.Time) report.Period {
+	return report.Period{Start: start, End: start.Add(time.Hour)}
+}
 
 func TestIndexConformance(t *testing.T) {
 	indextest.Run(t, func(t *testing.T) collect.Index {
@@ -49,7 +55,7 @@ var (
 
 func ixCommit(t *testing.T, s *Index, job string, period, expires, now time.Time, write bool, ids ...string) {
 	t.Helper()
-	w, err := s.NewClaimWriter(t.Context(), job, period, expires, now)
+	w, err := s.NewClaimWriter(t.Context(), job, hourOf(period), expires, now)
 	if err != nil {
 		t.Fatalf("NewClaimWriter: %v", err)
 	}
@@ -174,7 +180,7 @@ func TestIndexSweepInterrupted(t *testing.T) {
 	// Two sweep transactions (4 ids), then the context ends.
 	c := &ixCutCtx{Context: t.Context()}
 	c.n.Store(2)
-	if _, err := s.NewClaimWriter(c, sweepJob, sweepP1, sweepE1, sweepE0); err == nil {
+	if _, err := s.NewClaimWriter(c, sweepJob, hourOf(sweepP1), sweepE1, sweepE0); err == nil {
 		t.Fatal("NewClaimWriter with a context that ends succeeded")
 	}
 	// Half swept: PeriodIDs ignores the list, not a partial one or an error.
@@ -200,7 +206,7 @@ func TestIndexSweepInterrupted(t *testing.T) {
 func TestIndexAbandonedGeneration(t *testing.T) {
 	s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
 	ixCommit(t, s, sweepJob, sweepP0, sweepE0, sweepP1, true, "a")
-	w, err := s.NewClaimWriter(t.Context(), sweepJob, sweepP0, sweepE0, sweepP1)
+	w, err := s.NewClaimWriter(t.Context(), sweepJob, hourOf(sweepP0), sweepE0, sweepP1)
 	if err != nil {
 		t.Fatal(err)
 	}

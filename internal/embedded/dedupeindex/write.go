@@ -9,29 +9,34 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // NewClaimWriter implements collect.Index. It first sweeps the job's lists
-// whose expiry is at or before now, with the claims that still point to
+// whose expiry is at or before sweepAt, with the claims that still point to
 // their periods (see sweep), then creates the new generation's bucket.
-func (ix *Index) NewClaimWriter(ctx context.Context, job string, period, expires, now time.Time) (collect.ClaimWriter, error) {
+func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period, expires, sweepAt time.Time) (collect.ClaimWriter, error) {
+	period := p.Start
 	if err := collect.CheckJob(job); err != nil {
 		return nil, fmt.Errorf("new claim writer: %w", err)
 	}
 	switch {
 	case period.IsZero():
 		return nil, fmt.Errorf("new claim writer of job %q: period start is zero", job)
+	case !p.End.After(period):
+		return nil, fmt.Errorf("new claim writer of job %q: period end %s is not after its start %s",
+			job, formatTime(p.End), formatTime(period))
 	case !expires.After(period):
 		return nil, fmt.Errorf("new claim writer of job %q: expires %s is not after the period start %s",
 			job, formatTime(expires), formatTime(period))
 	}
-	if err := ix.sweep(ctx, job, now); err != nil {
+	if err := ix.sweep(ctx, job, sweepAt); err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
 	}
 	w := &claimWriter{
 		ix: ix, ctx: ctx, job: job, period: period.UTC(),
 		start:   sortable(period.UnixMilli()),
-		claim:   claimValue{period: period.UnixMilli(), expires: expires.Unix()},
+		claim:   claimValue{period: period.UnixMilli(), end: p.End.UnixMilli(), expires: expires.Unix()},
 		expires: expires.Unix(),
 	}
 	err := ix.db.Update(func(tx *bolt.Tx) error {

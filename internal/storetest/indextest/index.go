@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // Run runs the dedupe index (collect.Index) conformance tests against the
@@ -48,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) collect.Index) {
 		{"BadInput", testIndexBadInput},
 		{"JobsAndPeriodsIndependent", testIndexIsolation},
 		{"LookupReturnsExpired", testLookupReturnsExpired},
+		{"WindowAtLookup", testWindowAtLookup},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +76,11 @@ var (
 	ixNow = p1.Add(2 * time.Hour)
 )
 
+// per is the hourly period starting at start.
+func per(start time.Time) report.Period {
+	return report.Period{Start: start, End: start.Add(time.Hour)}
+}
+
 // FP returns a test fingerprint of id; variant makes other content.
 func FP(id string, variant byte) [collect.FPLen]byte {
 	h := sha256.Sum256(append([]byte(id), variant))
@@ -99,7 +106,7 @@ func adds(write bool, ids ...string) []add {
 // here), then the releases, then Commit.
 func commitList(t *testing.T, ix collect.Index, job string, period, expires time.Time, as []add, releases ...string) {
 	t.Helper()
-	w, err := ix.NewClaimWriter(ctx(t), job, period, expires, ixNow)
+	w, err := ix.NewClaimWriter(ctx(t), job, per(period), expires, ixNow)
 	if err != nil {
 		t.Fatalf("NewClaimWriter(%s, %s): %v", job, period, err)
 	}
@@ -155,18 +162,19 @@ func periodIDs(t *testing.T, ix collect.Index, job string, period time.Time) []s
 	return ids
 }
 
-// wantClaim checks that got is the claim of id by period with fp and
-// expires (at second precision).
+// wantClaim checks that got is the claim of id by the hour starting at
+// period (as commitList writes it) with fp and expires (at second
+// precision).
 func wantClaim(t *testing.T, got map[string]collect.Claim, id string, period time.Time, fp [collect.FPLen]byte, expires time.Time) {
 	t.Helper()
 	c, ok := got[id]
 	switch {
 	case !ok:
 		t.Errorf("claim of %q missing", id)
-	case !c.Period.Equal(period) || c.FP != fp || !c.Expires.Equal(expires.Truncate(time.Second)):
-		t.Errorf("claim of %q = {Period %s, FP %x, Expires %s}, want {%s, %x, %s}",
-			id, c.Period, c.FP, c.Expires, period, fp, expires.Truncate(time.Second))
-	case c.Period.Location() != time.UTC || c.Expires.Location() != time.UTC:
+	case !c.Period.Equal(period) || !c.End.Equal(per(period).End) || c.FP != fp || !c.Expires.Equal(expires.Truncate(time.Second)):
+		t.Errorf("claim of %q = {Period %s, End %s, FP %x, Expires %s}, want {%s, %s, %x, %s}",
+			id, c.Period, c.End, c.FP, c.Expires, period, per(period).End, fp, expires.Truncate(time.Second))
+	case c.Period.Location() != time.UTC || c.End.Location() != time.UTC || c.Expires.Location() != time.UTC:
 		t.Errorf("claim of %q: times %s and %s, want UTC", id, c.Period, c.Expires)
 	}
 }
@@ -240,7 +248,7 @@ func testPeriodIDsCommitAbort(t *testing.T, ix collect.Index) {
 	}
 
 	// A writer in progress leaves the committed list in force.
-	w, err := ix.NewClaimWriter(ctx(t), ixJob, p0, exp0, ixNow)
+	w, err := ix.NewClaimWriter(ctx(t), ixJob, per(p0), exp0, ixNow)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // Edge cases of the dedupe index suite (Run): odd and bad input,
@@ -47,7 +48,7 @@ func largeID(i int) string {
 func testLargeList(t *testing.T, ix collect.Index) {
 	const n = 200_000
 	write := func(i int) bool { return i%1000 == 0 }
-	w, err := ix.NewClaimWriter(ctx(t), ixJob, p0, exp0, ixNow)
+	w, err := ix.NewClaimWriter(ctx(t), ixJob, per(p0), exp0, ixNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func testAddOrder(t *testing.T, ix collect.Index) {
 		{"byte order", []string{"a", "B"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w, err := ix.NewClaimWriter(ctx(t), ixJob, p0, exp0, ixNow)
+			w, err := ix.NewClaimWriter(ctx(t), ixJob, per(p0), exp0, ixNow)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,7 +161,7 @@ func testIndexBadInput(t *testing.T, ix collect.Index) {
 		if _, err := ix.Lookup(c, job, []string{"a"}); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", job)) {
 			t.Errorf("Lookup(job %q) = %v, want an error naming it", job, err)
 		}
-		if _, err := ix.NewClaimWriter(c, job, p0, exp0, ixNow); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", job)) {
+		if _, err := ix.NewClaimWriter(c, job, per(p0), exp0, ixNow); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", job)) {
 			t.Errorf("NewClaimWriter(job %q) = %v, want an error naming it", job, err)
 		}
 		for _, err := range ix.PeriodIDs(c, job, p0) {
@@ -170,10 +171,10 @@ func testIndexBadInput(t *testing.T, ix collect.Index) {
 			break
 		}
 	}
-	if _, err := ix.NewClaimWriter(c, ixJob, time.Time{}, exp0, ixNow); err == nil {
+	if _, err := ix.NewClaimWriter(c, ixJob, report.Period{End: p1}, exp0, ixNow); err == nil {
 		t.Error("NewClaimWriter(zero period) succeeded")
 	}
-	if _, err := ix.NewClaimWriter(c, ixJob, p0, p0, ixNow); err == nil || !strings.Contains(err.Error(), "expires") {
+	if _, err := ix.NewClaimWriter(c, ixJob, per(p0), p0, ixNow); err == nil || !strings.Contains(err.Error(), "expires") {
 		t.Errorf("NewClaimWriter(expires = period) = %v, want an error about expires", err)
 	}
 	var many []string
@@ -192,7 +193,7 @@ func testIndexBadInput(t *testing.T, ix collect.Index) {
 		if _, err := ix.Lookup(c, ixJob, []string{"ok", tc.id}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Lookup(%.20q) = %v, want an error saying %q", tc.id, err, tc.want)
 		}
-		w, err := ix.NewClaimWriter(c, ixJob, p0, exp0, ixNow)
+		w, err := ix.NewClaimWriter(c, ixJob, per(p0), exp0, ixNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +201,7 @@ func testIndexBadInput(t *testing.T, ix collect.Index) {
 			t.Errorf("Add(%.20q) = %v, want an error saying %q", tc.id, err, tc.want)
 		}
 		w.Abort()
-		w, err = ix.NewClaimWriter(c, ixJob, p0, exp0, ixNow)
+		w, err = ix.NewClaimWriter(c, ixJob, per(p0), exp0, ixNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,5 +251,57 @@ func testLookupReturnsExpired(t *testing.T, ix collect.Index) {
 	wantClaim(t, got, "a", p0, FP("a", 0), short)
 	if ids := periodIDs(t, ix, ixJob, p0); !slices.Equal(ids, []string{"a"}) {
 		t.Errorf("PeriodIDs = %q, want [a]", ids)
+	}
+}
+
+// testWindowAtLookup: a claim records its period (start and end), so that
+// the window in force at look-up decides whether it counts, not the one it
+// was written with (SPEC section 6): raising report.dedupe_window protects
+// the claims already written, lowering it releases the older ones.
+func testWindowAtLookup(t *testing.T, ix collect.Index) {
+	const day = 24 * time.Hour
+	for _, tc := range []struct {
+		name          string
+		period        time.Duration
+		before, after time.Duration
+		retry         time.Duration // from the claim's period start
+		want          bool
+	}{
+		{"1d to 3d, the next hour", time.Hour, 1 * day, 3 * day, time.Hour, true},
+		{"1d to 3d, 2 days later", time.Hour, 1 * day, 3 * day, 2 * day, true},
+		{"35d to 60d, 11 days later", day, 35 * day, 60 * day, 11 * day, true},
+		{"35d to 60d, 50 days later", day, 35 * day, 60 * day, 50 * day, true},
+		{"35d to 1d, 2 days later", time.Hour, 35 * day, 1 * day, 2 * day, false},
+		{"35d to 1d, the next hour", time.Hour, 35 * day, 1 * day, time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := "window-" + strings.NewReplacer(" ", "-", ",", "").Replace(tc.name)
+			p := report.Period{Start: p0, End: p0.Add(tc.period)}
+			w, err := ix.NewClaimWriter(ctx(t), job, p, p.End.Add(collect.ClaimRetention(tc.before)), ixNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Add("tx-1", FP("tx-1", 0), true); err != nil {
+				w.Abort()
+				t.Fatal(err)
+			}
+			if err := w.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			cl, ok := lookup(t, ix, job, "tx-1")["tx-1"]
+			if !ok {
+				t.Fatal("claim of tx-1 missing")
+			}
+			if !cl.Period.Equal(p.Start) || !cl.End.Equal(p.End) {
+				t.Errorf("claim of tx-1 is of [%s, %s), want [%s, %s)", cl.Period, cl.End, p.Start, p.End)
+			}
+			later := report.Period{Start: p.Start.Add(tc.retry), End: p.End.Add(tc.retry)}
+			if got := cl.Counts(later, tc.after); got != tc.want {
+				t.Errorf("the claim counts for %s with window %s: %v, want %v", later.Start, tc.after, got, tc.want)
+			}
+			if tc.want && !cl.Expires.After(later.Start) {
+				t.Errorf("the claim expires at %s, before the period %s it counts for", cl.Expires, later.Start)
+			}
+		})
 	}
 }
