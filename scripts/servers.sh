@@ -34,6 +34,12 @@ start)
       -port "$ddb_port" -inMemory -sharedDb -disableTelemetry ) > "$run/dynamodb.log" 2>&1 &
   echo $! >> "$run/pids"
 
+  # dynalite, in memory, tables active at once (no CREATING delay).
+  dynalite_port=$(free_port)
+  node "$TOOLS/dynalite/node_modules/dynalite/cli.js" --host 127.0.0.1 --port "$dynalite_port" \
+      --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 > "$run/dynalite.log" 2>&1 &
+  echo $! >> "$run/pids"
+
   mkdir -p "$run/s3data" "$run/s3tlsdata"
   s3_port=$(free_port)
   ROOT_ACCESS_KEY=$ak ROOT_SECRET_KEY=$sk "$TOOLS/bin/versitygw" --port "127.0.0.1:$s3_port" \
@@ -45,17 +51,20 @@ start)
       --health /health --quiet posix "$run/s3tlsdata" > "$run/s3tls.log" 2>&1 &
   echo $! >> "$run/pids"
 
-  ddb_ready() {
-    curl -sf -X POST "http://127.0.0.1:$ddb_port/" -H 'Content-Type: application/x-amz-json-1.0' \
+  ddb_ready() { # port
+    curl -sf -X POST "http://127.0.0.1:$1/" -H 'Content-Type: application/x-amz-json-1.0' \
       -H 'X-Amz-Target: DynamoDB_20120810.ListTables' \
+      -H 'X-Amz-Date: 20200101T000000Z' \
       -H 'Authorization: AWS4-HMAC-SHA256 Credential=x/20200101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=x' -d '{}'
   }
-  wait_for dynamodb 60 ddb_ready
+  wait_for dynamodb 60 ddb_ready "$ddb_port"
+  wait_for dynalite 30 ddb_ready "$dynalite_port"
   wait_for s3 20 curl -sf "http://127.0.0.1:$s3_port/health"
   wait_for s3tls 20 curl -sf --cacert "$TOOLS/tls/cert.pem" "https://127.0.0.1:$s3tls_port/health"
 
   cat > "$run/env" <<ENV
 export RJTEST_DYNAMODB_ENDPOINT=http://127.0.0.1:$ddb_port
+export RJTEST_DYNALITE_ENDPOINT=http://127.0.0.1:$dynalite_port
 export RJTEST_S3_ENDPOINT=http://127.0.0.1:$s3_port
 export RJTEST_S3_TLS_ENDPOINT=https://127.0.0.1:$s3tls_port
 export RJTEST_S3_CA=$TOOLS/tls/cert.pem
@@ -65,7 +74,7 @@ export RJTEST_DUCKDB_NODE_MODULES=$TOOLS/duckdb/node_modules
 export RJTEST_ISO4217_DATA=$TOOLS/iso4217/node_modules/currency-codes/data.js
 export RJTEST_REQUIRE_SERVERS=1
 ENV
-  echo "servers: dynamodb :$ddb_port, s3 :$s3_port, s3 https :$s3tls_port" >&2
+  echo "servers: dynamodb :$ddb_port, dynalite :$dynalite_port, s3 :$s3_port, s3 https :$s3tls_port" >&2
   ;;
 stop)
   [ -f "$run/pids" ] || exit 0

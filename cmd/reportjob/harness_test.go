@@ -39,6 +39,9 @@ type harnessOptions struct {
 	start   string
 	extra   string // more YAML appended under report: (indented two spaces)
 	top     string // more top-level YAML (commission:, metrics: ...)
+	// dynamodb names the environment variable of the "aws" backend's
+	// DynamoDB endpoint (default testenv.EnvDynamoDB, DynamoDB Local).
+	dynamodb string
 }
 
 var harnessSeq atomic.Int64
@@ -65,7 +68,11 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 		storeYAML = fmt.Sprintf("  backend: embedded\n  embedded: {path: %q}\n", filepath.Join(dir, "data", "reportjob.db"))
 		sinkYAML = fmt.Sprintf("  url: %q\n", "file://"+filepath.Join(dir, "reports"))
 	case "aws":
-		ddb := testenv.Require(t, testenv.EnvDynamoDB, "DynamoDB Local")
+		ddbEnv := testenv.EnvDynamoDB
+		if o.dynamodb != "" {
+			ddbEnv = o.dynamodb
+		}
+		ddb := testenv.Require(t, ddbEnv, "a DynamoDB server")
 		s3 := testenv.RequireS3TLS(t)
 		// The SDK's default chain: credentials and the CA bundle from the
 		// environment, as in production.

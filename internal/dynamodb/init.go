@@ -27,7 +27,9 @@ type keyAttr struct{ name, keyType string }
 // matching ErrSchema. Then it turns on Time to Live on the state table's
 // expires_at attribute (the dedupe index's expiry), unless it is on
 // already; a state table whose Time to Live is on for another attribute is
-// an error. Init is idempotent and safe to run concurrently.
+// an error. A server without Time to Live (UnknownOperationException, as
+// dynalite answers) gets a warning and Init goes on. Init is idempotent
+// and safe to run concurrently.
 func (s *Store) Init(ctx context.Context) error {
 	tables := []struct {
 		name string
@@ -51,6 +53,10 @@ func (s *Store) ensureTTL(ctx context.Context) error {
 	var refused error // UpdateTimeToLive's ValidationException, if any
 	for try := 0; ; try++ {
 		out, err := s.api.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+		if unknownOperation(err) {
+			s.warnNoTTL(table, err)
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("describe time to live of table %q: %w", table, err)
 		}
@@ -85,6 +91,9 @@ func (s *Store) ensureTTL(ctx context.Context) error {
 		switch {
 		case err == nil:
 			s.log.Info("enabled time to live", logTable, table, logAttr, dedupeindex.AttrExpiresAt)
+		case unknownOperation(err):
+			s.warnNoTTL(table, err)
+			return nil
 		case errors.As(err, &ae) && ae.ErrorCode() == "ValidationException":
 			// A concurrent Init may have enabled it in between ("already
 			// enabled"): describe again before failing.
@@ -93,6 +102,27 @@ func (s *Store) ensureTTL(ctx context.Context) error {
 			return fmt.Errorf("enable time to live on %s of table %q: %w", dedupeindex.AttrExpiresAt, table, err)
 		}
 	}
+}
+
+// unknownOperation reports whether err is the server's answer to an
+// operation it does not implement (dynalite has no Time to Live).
+func unknownOperation(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "UnknownOperationException"
+}
+
+// warnNoTTL says what a server without Time to Live means for the job: it
+// stays exact (the job checks each dedupe claim against the window
+// itself), but nothing removes the dedupe index's old entries, so the state table
+// only grows.
+func (s *Store) warnNoTTL(table string, err error) {
+	s.log.Warn("this DynamoDB server does not support Time to Live: init goes on without it. "+
+		"The job stays exact (it checks each dedupe claim against the window itself), "+
+		"but the server never removes them: the state table grows by one entry per billed transaction. "+
+		"On a server that supports it, turn it on with `reportjob init` or "+
+		"`aws dynamodb update-time-to-live --table-name "+table+" --time-to-live-specification Enabled=true,AttributeName="+
+		dedupeindex.AttrExpiresAt+"`; elsewhere delete the items whose "+dedupeindex.AttrExpiresAt+" (Unix seconds) has passed",
+		logTable, table, logAttr, dedupeindex.AttrExpiresAt, "err", err)
 }
 
 func (s *Store) ensureTable(ctx context.Context, name string, keys []keyAttr) error {

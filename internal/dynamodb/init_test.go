@@ -1,7 +1,9 @@
 package dynamodb
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/reportjob/reportjob/internal/dynamodb/dedupeindex"
+	"github.com/reportjob/reportjob/internal/testenv"
 )
 
 func TestInitTwice(t *testing.T) {
@@ -181,5 +184,43 @@ func TestInitWrongSchema(t *testing.T) {
 				t.Errorf("Init error %q should name table %q and say %q", msg, wrong, tc.wantAttr)
 			}
 		})
+	}
+}
+
+// TestInitWithoutTTL: on dynalite, a DynamoDB implementation without Time
+// to Live (UpdateTimeToLive is an UnknownOperationException), Init creates
+// both tables, warns what that means and how to turn it on, and succeeds;
+// a second Init too.
+func TestInitWithoutTTL(t *testing.T) {
+	endpoint := testenv.Require(t, testenv.EnvDynalite, "dynalite")
+	c, err := NewClient(t.Context(), ClientConfig{Region: "us-east-1", Endpoint: endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, state := tableNames(t)
+	deleteTables(t, c, data, state)
+	var logs bytes.Buffer
+	o := Options{Table: data, StateTable: state, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	fastRetry(&o)
+	s, err := New(c, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		logs.Reset()
+		if err := s.Init(t.Context()); err != nil {
+			t.Fatalf("Init %d: %v", i+1, err)
+		}
+		for _, want := range []string{"level=WARN", "Time to Live", state, dedupeindex.AttrExpiresAt, "update-time-to-live"} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("Init %d: the log lacks %q:\n%s", i+1, want, logs.String())
+			}
+		}
+	}
+	for _, table := range []string{data, state} {
+		out, err := c.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		if err != nil || out.Table.TableStatus != types.TableStatusActive {
+			t.Errorf("table %s: %v %v", table, out, err)
+		}
 	}
 }

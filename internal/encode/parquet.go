@@ -91,13 +91,14 @@ type adjustmentRecord struct {
 }
 
 // lineItemRecord is one row of a transactions file; field order is column
-// order. The optional tag makes "" a NULL. Timestamps keep whole
-// milliseconds (parquet-go truncates with time.Time.UnixMilli).
+// order. An absent customer_id or product_id is a nil pointer, written as
+// NULL (see optionalText). Timestamps keep whole milliseconds (parquet-go
+// truncates with time.Time.UnixMilli).
 type lineItemRecord struct {
 	TransactionID string    `parquet:"transaction_id"`
 	AgencyID      string    `parquet:"agency_id,dict"`
-	CustomerID    string    `parquet:"customer_id,optional"`
-	ProductID     string    `parquet:"product_id,optional"`
+	CustomerID    *string   `parquet:"customer_id,optional"`
+	ProductID     *string   `parquet:"product_id,optional"`
 	Kind          string    `parquet:"kind,dict"`
 	Currency      string    `parquet:"currency,dict"`
 	Amount        int64     `parquet:"amount,decimal(4:18)"`
@@ -165,8 +166,8 @@ func toLineItemRecord(li *report.LineItem) (lineItemRecord, error) {
 	rec := lineItemRecord{
 		TransactionID: tx.ID,
 		AgencyID:      tx.AgencyID,
-		CustomerID:    tx.CustomerID,
-		ProductID:     tx.ProductID,
+		CustomerID:    optionalText(tx.CustomerID),
+		ProductID:     optionalText(tx.ProductID),
 		Kind:          string(tx.Kind),
 		Currency:      tx.Currency.Code,
 		Amount:        d.d18("amount", tx.Amount),
@@ -177,6 +178,19 @@ func toLineItemRecord(li *report.LineItem) (lineItemRecord, error) {
 		SortKey:       tx.SK,
 	}
 	return rec, d.err
+}
+
+// optionalText is the value of an optional text column: nil (NULL) for
+// "". This is the one place that decides NULL for the line items' absent
+// ids. A nil pointer, not parquet-go's "optional" tag on a plain string:
+// parquet-go v0.32 writes the zero string of such a column as "" instead
+// of NULL in some row orders (three rows [absent, present, absent] give
+// the third ""), and a reader's IS NULL then misses it.
+func optionalText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // WriteSummaryParquet writes rows, already sorted by (agency, currency), as

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/aggregate"
@@ -94,6 +95,17 @@ func (j *Job) ttl() time.Duration {
 // ErrBadRange is wrapped by errors about --from/--to.
 var ErrBadRange = errors.New("bad range")
 
+// ErrRecheckFailed is wrapped by the error of a run in which the recheck
+// of one or more periods failed (Result.RechecksFailed says which): the
+// run did everything else, and each failed recheck stays owed.
+var ErrRecheckFailed = errors.New("recheck failed")
+
+// RecheckFailure is a recheck that failed, and why.
+type RecheckFailure struct {
+	Period report.Period
+	Err    error
+}
+
 // RunOptions select what a run does.
 type RunOptions struct {
 	// Now is the report clock: periods are due when Now >= end+lateness.
@@ -141,6 +153,9 @@ type Result struct {
 	Periods []PeriodResult
 	// Rechecks done, oldest first.
 	Rechecks []PeriodResult
+	// RechecksFailed are the rechecks that failed, oldest first: each stays
+	// owed, and the next run retries it.
+	RechecksFailed []RecheckFailure
 	// PeriodsRemaining and RechecksRemaining are still due after the run.
 	PeriodsRemaining, RechecksRemaining int
 	// Checkpoint after the run.
@@ -224,12 +239,45 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 		}
 		pr, err := r.recheck(ctx, p)
 		if err != nil {
-			res.RechecksRemaining += len(due) - i
-			return res, r.explain(ctx, fmt.Errorf("recheck %s: %w", p.Name(), err))
+			err = r.explain(ctx, fmt.Errorf("recheck %s: %w", p.Name(), err))
+			if runFatal(ctx, err) {
+				res.RechecksRemaining += len(due) - i
+				return res, err
+			}
+			// One period's failure (an unreadable previous revision, a
+			// failed read) is its own: the recheck was not recorded, so it
+			// stays owed and the next run retries it; the younger periods
+			// are rechecked now.
+			j.Log.Error("recheck failed: it stays owed and the next run retries it", LogPeriod, p.Name(), "err", err)
+			res.RechecksFailed = append(res.RechecksFailed, RecheckFailure{Period: p, Err: err})
+			continue
 		}
 		res.Rechecks = append(res.Rechecks, pr)
 	}
-	return res, nil
+	return res, rechecksFailed(res.RechecksFailed)
+}
+
+// runFatal reports whether err ends the run rather than the one period it
+// happened in: the lease is lost or in question, the state moved under the
+// run, or the run was cancelled.
+func runFatal(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, checkpoint.ErrLeaseLost) || errors.Is(err, checkpoint.ErrConflict) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// rechecksFailed is the run's error for the rechecks that failed (nil for
+// none): a run that did everything else still fails (exit 1), so that a
+// recheck that cannot be done is never reported as ok.
+func rechecksFailed(failed []RecheckFailure) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(failed))
+	for i, f := range failed {
+		msgs[i] = f.Err.Error()
+	}
+	return fmt.Errorf("%w for %d period(s); each stays owed and the next run retries it: %s",
+		ErrRecheckFailed, len(failed), strings.Join(msgs, "; "))
 }
 
 // checkBackfill checks a backfill's range before the run starts (its

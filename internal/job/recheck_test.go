@@ -1,7 +1,11 @@
 package job_test
 
 import (
+	"context"
 	"encoding/csv"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,4 +165,75 @@ func TestRecheckBound(t *testing.T) {
 	if len(res.Rechecks) != 4 || res.RechecksRemaining != 3 || res.Rechecks[0].Period != hour(19) {
 		t.Errorf("bounded: %d rechecks from %v, %d remaining; want 4 from 19:00, 3", len(res.Rechecks), res.Rechecks[0].Period, res.RechecksRemaining)
 	}
+}
+
+// TestRecheckFailureIsolated: one delivered period whose summary cannot be
+// read back (corrupt in the sink) fails its recheck; the rechecks of the
+// younger periods still run and restate them, the run reports the failure
+// (an error wrapping job.ErrRecheckFailed, the period in
+// Result.RechecksFailed), and the failed recheck stays owed: once the
+// summary is restored, the next run restates that period too.
+func TestRecheckFailureIsolated(t *testing.T) {
+	e := newEnv(t, embeddedStack)
+	day := func(owner string) *job.Job {
+		j := e.job(owner)
+		j.RecheckAfter = []time.Duration{24 * time.Hour}
+		return j
+	}
+	for h := range 3 {
+		e.put(purchase(fmt.Sprintf("t-%d", h), "acme", 1000, at(h, 5)))
+		e.run(day("A"), job.RunOptions{Now: at(h+1, 2)}) // on time: owes a recheck at end+24h
+	}
+	for h := range 3 {
+		e.put(purchase(fmt.Sprintf("t-late-%d", h), "acme", 250, at(h, 50)))
+	}
+	keys := e.keysUnder("summary/period=20900301T0000Z/")
+	if len(keys) != 1 {
+		t.Fatalf("summary of 00:00: %q", keys)
+	}
+	good := e.read(keys[0])
+	e.write(keys[0], "not a parquet file")
+
+	res, err := day("B").Run(context.Background(), job.RunOptions{Now: at(27, 0)})
+	if !errors.Is(err, job.ErrRecheckFailed) || !strings.Contains(err.Error(), "20900301T0000Z") {
+		t.Errorf("run: err %v, want ErrRecheckFailed naming 20900301T0000Z", err)
+	}
+	var restated []report.Period
+	for _, pr := range res.Rechecks {
+		if pr.Restated() {
+			restated = append(restated, pr.Period)
+		}
+	}
+	if !slices.Equal(restated, []report.Period{hour(1), hour(2)}) {
+		t.Fatalf("restated %v, want 01:00 and 02:00", restated)
+	}
+	if len(res.RechecksFailed) != 1 || res.RechecksFailed[0].Period != hour(0) || res.RechecksFailed[0].Err == nil {
+		t.Errorf("failed rechecks %+v, want 00:00", res.RechecksFailed)
+	}
+	if m := e.manifest(hour(0)); m.Revision != 1 {
+		t.Errorf("00:00 at revision %d", m.Revision)
+	}
+	owed := false
+	for _, rc := range e.state().Rechecks {
+		owed = owed || rc.Start.Equal(at(0, 0))
+	}
+	if !owed {
+		t.Fatalf("the failed recheck of 00:00 is no longer owed: %+v", e.state().Rechecks)
+	}
+
+	// Restored: the next run retries it.
+	e.write(keys[0], good)
+	res = e.run(day("C"), job.RunOptions{Now: at(27, 30)})
+	if len(res.Rechecks) != 1 || res.Rechecks[0].Period != hour(0) || !res.Rechecks[0].Restated() || len(res.RechecksFailed) != 0 {
+		t.Fatalf("retry: rechecks %+v, failed %+v", res.Rechecks, res.RechecksFailed)
+	}
+	if m := e.manifest(hour(0)); m.Revision != 2 || m.Transactions != 2 {
+		t.Errorf("00:00 after the retry: revision %d, %d transactions", m.Revision, m.Transactions)
+	}
+	for _, rc := range e.state().Rechecks {
+		if rc.Start.Equal(at(0, 0)) {
+			t.Errorf("00:00 still owed after its recheck")
+		}
+	}
+	e.checkSink()
 }

@@ -15,6 +15,9 @@ import (
 const (
 	// EnvDynamoDB is DynamoDB Local's endpoint, e.g. http://127.0.0.1:8000.
 	EnvDynamoDB = "RJTEST_DYNAMODB_ENDPOINT"
+	// EnvDynalite is dynalite's endpoint: a second DynamoDB implementation,
+	// one without Time to Live (UpdateTimeToLive is an unknown operation).
+	EnvDynalite = "RJTEST_DYNALITE_ENDPOINT"
 	// EnvS3 is versitygw's plain HTTP endpoint.
 	EnvS3 = "RJTEST_S3_ENDPOINT"
 	// EnvS3TLS is versitygw's HTTPS endpoint (self-signed certificate).
