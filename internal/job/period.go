@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -145,11 +144,23 @@ func (r *runner) publisher() *publish.Publisher {
 	return pb
 }
 
-// collectConfig is how periods are read.
-func (r *runner) collectConfig(dir string) collect.Config {
+// sameItems reports whether col read the items m recorded. Items are
+// compared by content (fingerprint and count), never by the partitions
+// they were read from, which change with keys.shards.
+func sameItems(m *report.Manifest, col *collect.Collected) bool {
+	return m.ItemsFingerprint == col.Fingerprint.String() && m.ItemsRead == col.ItemsRead
+}
+
+// collectConfig is how period p, whose published manifest is cur (nil if
+// none), is read.
+func (r *runner) collectConfig(dir string, p report.Period, cur *report.Manifest) collect.Config {
 	b := r.j.Bucket
+	var delivered []string
+	if cur != nil {
+		delivered = cur.Partitions
+	}
 	return collect.Config{
-		Shards: r.j.Shards, Concurrency: r.j.Concurrency, Dir: dir, SortMemBytes: r.j.SortMemBytes,
+		Shards: report.ReadShards(p, r.j.Shards, delivered), Concurrency: r.j.Concurrency, Dir: dir, SortMemBytes: r.j.SortMemBytes,
 		AgencyProblem: func(agency string) string {
 			// The longest object name an agency folder holds.
 			key := report.AgencyPrefix(agency, report.Period{}) + "transactions-0123456789abcdef.parquet"
@@ -179,15 +190,14 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	if err != nil {
 		return res, err
 	}
-	col, err := collect.Read(ctx, r.collectConfig(dir), j.Source, p)
+	col, err := collect.Read(ctx, r.collectConfig(dir, p, cur.Manifest), j.Source, p)
 	if err != nil {
 		return res, err
 	}
 	defer col.Close()
 	crashpoint.Hit(crashpoint.AfterRead)
 	fp := col.Fingerprint.String()
-	if prev := cur.Manifest; prev != nil && !m.rebuild && prev.ItemsFingerprint == fp && prev.ItemsRead == col.ItemsRead &&
-		slices.Equal(prev.Partitions, col.Partitions) {
+	if prev := cur.Manifest; prev != nil && !m.rebuild && sameItems(prev, col) {
 		// The items are what the manifest recorded: nothing to write but
 		// what an interrupted publication left.
 		if err := pb.Clean(ctx, cur); err != nil {
@@ -248,7 +258,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	// The adjustments come last, once the other objects are known: a
 	// rebuild whose items and other objects are the current revision's
 	// reproduces that revision, its adjustments included.
-	reproduce := cur.Manifest != nil && cur.Manifest.ItemsFingerprint == fp && cur.Manifest.ItemsRead == col.ItemsRead &&
+	reproduce := cur.Manifest != nil && sameItems(cur.Manifest, col) &&
 		sameKeys(handed, cur.Manifest, report.DatasetAdjustments)
 	adjustments, err := r.adjustments(ctx, pb, cur, rows, revision, reproduce, m, dir)
 	if err != nil {

@@ -111,13 +111,12 @@ func (r *runner) verify(ctx context.Context, p report.Period, cp time.Time) (Per
 		return pc, err
 	}
 	defer os.RemoveAll(dir)
-	col, err := collect.Read(ctx, r.collectConfig(dir), r.j.Source, p)
+	col, err := collect.Read(ctx, r.collectConfig(dir, p, cur.Manifest), r.j.Source, p)
 	if err != nil {
 		return pc, err
 	}
 	pc.ItemsNow = col.ItemsRead
-	same := col.Fingerprint.String() == cur.Manifest.ItemsFingerprint && col.ItemsRead == cur.Manifest.ItemsRead &&
-		slices.Equal(col.Partitions, cur.Manifest.Partitions)
+	same := sameItems(cur.Manifest, col)
 	col.Close()
 	if pc.Problems, err = pb.CheckObjects(ctx, cur); err != nil {
 		return pc, err

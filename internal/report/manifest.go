@@ -148,10 +148,12 @@ func (m *Manifest) Keys() []string {
 
 // SameContent reports whether m and o record the same delivery: the same
 // items, counts, totals and objects. Revision, reason, previous hash,
-// generation time, tool version and replaced files are not compared.
+// generation time, tool version and replaced files are not compared, nor
+// the partitions read: items are compared by content (the fingerprint), so
+// a change of keys.shards alone is no new delivery.
 func (m *Manifest) SameContent(o *Manifest) bool {
 	return m.Job == o.Job && m.PeriodStart.Equal(o.PeriodStart) && m.PeriodEnd.Equal(o.PeriodEnd) &&
-		slices.Equal(m.Partitions, o.Partitions) && m.ItemsRead == o.ItemsRead &&
+		m.ItemsRead == o.ItemsRead &&
 		m.ItemsFingerprint == o.ItemsFingerprint && m.Transactions == o.Transactions &&
 		m.DuplicatesWithinPeriod == o.DuplicatesWithinPeriod && m.DuplicatesAcrossPeriods == o.DuplicatesAcrossPeriods &&
 		m.Rejects == o.Rejects && slices.Equal(m.Totals, o.Totals) && slices.Equal(m.Files, o.Files)
