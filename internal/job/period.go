@@ -12,6 +12,7 @@ import (
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/crashpoint"
 	"github.com/reportjob/reportjob/internal/encode"
+	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/publish"
 	"github.com/reportjob/reportjob/internal/report"
 )
@@ -29,6 +30,9 @@ type mode struct {
 	// even though the manifest lists them.
 	repair  bool
 	restore map[string]bool
+	// reprice prices the period with today's rates rather than those it
+	// was billed with (verify --repair --reprice).
+	reprice bool
 }
 
 var (
@@ -36,6 +40,7 @@ var (
 	modeRecheck  = mode{kind: "recheck", reason: report.ReasonRecheck}
 	modeBackfill = mode{kind: "backfill", reason: report.ReasonBackfill, rebuild: true}
 	modeRepair   = mode{kind: "repair", reason: report.ReasonRepair, rebuild: true, repair: true}
+	modeReprice  = mode{kind: "repair", reason: report.ReasonReprice, rebuild: true, repair: true, reprice: true}
 )
 
 // deliver builds a due period (or a backfilled one) and, for a due period,
@@ -209,7 +214,12 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		return res, nil
 	}
 
-	agg := aggregate.New(p, aggregate.Options{Rates: j.Rates, LineItems: j.LineItems, Dir: dir, SortMemBytes: j.SortMemBytes})
+	var billed *pricing.Table
+	if cur.Manifest != nil {
+		billed = cur.Manifest.Rates
+	}
+	rates := pricing.ForPeriod(billed, j.Rates, m.reprice)
+	agg := aggregate.New(p, aggregate.Options{Rates: rates, LineItems: j.LineItems, Dir: dir, SortMemBytes: j.SortMemBytes})
 	defer agg.Close()
 	var index collect.Index
 	if j.DedupeWindow > 0 {
@@ -281,10 +291,11 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		Partitions: col.Partitions, ItemsRead: col.ItemsRead, ItemsFingerprint: fp,
 		Transactions: st.Transactions, DuplicatesWithinPeriod: st.DuplicatesWithinPeriod,
 		DuplicatesAcrossPeriods: st.DuplicatesAcrossPeriods, Rejects: st.Rejects,
-		Totals: totals, Files: files,
+		Totals: totals, Rates: &rates, Files: files,
 	}
 	res.Manifest = man
-	if cur.Manifest != nil && man.SameContent(cur.Manifest) {
+	if cur.Manifest != nil && man.SameContent(cur.Manifest) &&
+		(!m.reprice || billed != nil && billed.Equal(rates)) {
 		// Rebuilt to the same objects (a backfill or repair of an
 		// unchanged period): the revision stands.
 		if err := sess.Close(ctx); err != nil {

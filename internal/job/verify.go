@@ -28,6 +28,10 @@ type VerifyOptions struct {
 	// Repair restates what differs and removes unlisted objects (takes the
 	// lease).
 	Repair bool
+	// Reprice (with Repair) re-prices every delivered period of the range
+	// with today's rates, on purpose: a period whose prices change is
+	// published as a new revision (reason report.ReasonReprice).
+	Reprice bool
 	// Now is the report clock.
 	Now time.Time
 	// Progress, when set, is called before each period.
@@ -77,8 +81,8 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) ([]PeriodCheck, error
 		if err != nil {
 			return out, r.explain(ctx, fmt.Errorf("verify %s: %w", p.Name(), err))
 		}
-		if o.Repair && pc.Differs {
-			if err := r.repair(ctx, &pc); err != nil {
+		if o.Repair && (pc.Differs || o.Reprice && pc.Revision > 0) {
+			if err := r.repair(ctx, &pc, o.Reprice); err != nil {
 				return out, r.explain(ctx, fmt.Errorf("repair %s: %w", p.Name(), err))
 			}
 		}
@@ -148,10 +152,11 @@ func restored(problems []publish.Problem, uploaded []report.FileInfo) int {
 	return n
 }
 
-// repair fixes what verify found in one period.
-func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
+// repair fixes what verify found in one period; with reprice it also
+// prices the period with today's rates.
+func (r *runner) repair(ctx context.Context, pc *PeriodCheck, reprice bool) error {
 	p := pc.Period
-	needsBuild := pc.Status != VerifyObjects
+	needsBuild := pc.Status != VerifyObjects || reprice
 	for _, pr := range pc.Problems {
 		if pr.Kind == publish.ProblemMissing || pr.Kind == publish.ProblemCorrupt {
 			needsBuild = true
@@ -159,6 +164,9 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
 	}
 	if needsBuild {
 		m := modeRepair
+		if reprice {
+			m = modeReprice
+		}
 		m.restore = map[string]bool{}
 		for _, pr := range pc.Problems {
 			if pr.Kind == publish.ProblemMissing || pr.Kind == publish.ProblemCorrupt {
@@ -178,6 +186,11 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
 			}
 		}
 		switch {
+		case res.Outcome == OutcomePublished && res.Previous != nil && reprice:
+			pc.Repaired = fmt.Sprintf("repriced as revision %d", res.Manifest.Revision)
+		case !pc.Differs:
+			// Re-priced to the same prices: nothing to repair.
+			return nil
 		case res.Outcome == OutcomePublished && res.Previous == nil:
 			pc.Repaired = fmt.Sprintf("published revision %d", res.Manifest.Revision)
 		case res.Outcome == OutcomePublished:
