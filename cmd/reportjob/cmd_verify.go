@@ -37,7 +37,7 @@ type verifySummary struct {
 	Repaired int    `json:"repaired"`
 	// Repriced counts the periods --reprice published at today's rates
 	// that did not differ (those that did count as repaired).
-	Repriced    int            `json:"repriced"`
+	Repriced    int            `json:"repriced,omitempty"`
 	Differences []verifyPeriod `json:"differences"`
 	DurationMS  int64          `json:"duration_ms"`
 	Error       string         `json:"error,omitempty"`
