@@ -15,13 +15,13 @@ import (
 	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/reportjob/reportjob/internal/aggregate"
 	"github.com/reportjob/reportjob/internal/collect"
 	rjddb "github.com/reportjob/reportjob/internal/dynamodb"
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/filesink"
 	"github.com/reportjob/reportjob/internal/ingest"
 	"github.com/reportjob/reportjob/internal/job"
+	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/sink"
 )
@@ -89,7 +89,7 @@ func (b *bench) runJob(ctx context.Context, d *ddbBench, name string, shards, co
 			Name: name, Period: time.Hour, Lateness: 2 * time.Minute, Start: benchPeriod.Start, MaxPeriods: 1,
 			RecheckAfter: []time.Duration{time.Hour}, DedupeWindow: 35 * 24 * time.Hour, Shards: shards,
 			Concurrency: concurrency, LineItems: lineItems, AgencyFiles: encode.Formats{CSV: true},
-			Rates: aggregate.Rates{Default: 1000}, Version: "reportbench", SinkURL: "file://" + dir,
+			Rates: pricing.Flat(1000), Version: "reportbench", SinkURL: "file://" + dir,
 		},
 		Source: d.store, Index: d.store, State: d.store, Bucket: sink.New(fs),
 		Owner: "reportbench/" + name, RunID: randomHex(6), Log: slog.New(slog.DiscardHandler),

@@ -85,7 +85,7 @@ func commands() []command {
 	return []command{
 		{"run", "[--backfill --from T --to T] [--dry-run] [--now T]", "process due periods, then due rechecks, once and exit", cmdRun},
 		{"schedule", "[--grace D]", "run on schedule.cron until SIGTERM/SIGINT", cmdSchedule},
-		{"verify", "--from T --to T | --last D; [--repair] [--now T]", "compare delivered periods with their items and objects", cmdVerify},
+		{"verify", "--from T --to T | --last D; [--repair [--reprice]] [--now T]", "compare delivered periods with their items and objects", cmdVerify},
 		{"ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late] [--now T]", "write transactions", cmdIngest},
 		{"status", "[--json] [--now T]", "checkpoint, how far behind, lease holder, rechecks, restatements", cmdStatus},
 		{"init", "", "create the tables (or the embedded file) and the bucket (or folder)", cmdInit},

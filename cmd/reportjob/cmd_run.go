@@ -8,11 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reportjob/reportjob/internal/aggregate"
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/metrics"
+	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -184,10 +184,6 @@ func (c *cli) progress() func(i, n int, what string, p report.Period) {
 // newJob wires the configured job; onSummary may be nil.
 func (c *cli) newJob(st *store, b *bucket, onSummary func(report.SummaryRow)) *job.Job {
 	cfg := c.cfg
-	agencies := make(map[string]int32, len(cfg.Commission.Agencies))
-	for id, bps := range cfg.Commission.Agencies {
-		agencies[id] = int32(bps)
-	}
 	var formats encode.Formats
 	for _, f := range cfg.Report.AgencyFiles {
 		switch f {
@@ -204,7 +200,7 @@ func (c *cli) newJob(st *store, b *bucket, onSummary func(report.SummaryRow)) *j
 			MaxPeriods: cfg.Report.MaxPeriodsPerRun, RecheckAfter: cfg.Report.RecheckAfter,
 			DedupeWindow: cfg.Report.DedupeWindow, Shards: cfg.Keys.Shards, Concurrency: cfg.Report.Concurrency,
 			LineItems: cfg.Report.LineItems, AgencyFiles: formats,
-			Rates:   aggregate.Rates{Default: int32(cfg.Commission.DefaultBPS), Agencies: agencies},
+			Rates:   pricing.Table{Default: cfg.Commission.Default, Agencies: cfg.Commission.Agencies},
 			Version: version, SinkURL: cfg.Sink.URL,
 		},
 		Source: st, Index: st, State: st, Bucket: b.Bucket,

@@ -25,16 +25,19 @@ type verifyPeriod struct {
 }
 
 type verifySummary struct {
-	Command     string         `json:"command"`
-	Job         string         `json:"job"`
-	RunID       string         `json:"run_id"`
-	Status      string         `json:"status"` // ok | differs | repaired | failed | lease_held | bad_usage
-	From        string         `json:"from"`
-	To          string         `json:"to"`
-	Periods     int            `json:"periods"`
-	OK          int            `json:"ok"`
-	Differ      int            `json:"differ"`
-	Repaired    int            `json:"repaired"`
+	Command  string `json:"command"`
+	Job      string `json:"job"`
+	RunID    string `json:"run_id"`
+	Status   string `json:"status"` // ok | differs | repaired | failed | lease_held | bad_usage
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Periods  int    `json:"periods"`
+	OK       int    `json:"ok"`
+	Differ   int    `json:"differ"`
+	Repaired int    `json:"repaired"`
+	// Repriced counts the periods --reprice published at today's rates
+	// that did not differ (those that did count as repaired).
+	Repriced    int            `json:"repriced,omitempty"`
 	Differences []verifyPeriod `json:"differences"`
 	DurationMS  int64          `json:"duration_ms"`
 	Error       string         `json:"error,omitempty"`
@@ -47,6 +50,7 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	fs.Var(&to, "to", "end of the range, exclusive (a period boundary)")
 	last := fs.String("last", "", "instead of --from/--to: the periods that ended within D before now - report.lateness (3d, 36h)")
 	repair := fs.Bool("repair", false, "restate what differs and remove unlisted objects (takes the lease)")
+	reprice := fs.Bool("reprice", false, "with --repair: re-price the billed transactions of the range at today's commission rates, on purpose (a new revision where a price changes)")
 	fs.Var(&now, "now", "fix the report clock (replay and tests)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -64,10 +68,13 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	case from.t.IsZero() || to.t.IsZero():
 		return usagef("verify needs --from and --to, or --last")
 	}
+	if *reprice && !*repair {
+		return usagef("verify: --reprice needs --repair")
+	}
 	started := time.Now()
 	sum := verifySummary{Command: "verify", Job: c.cfg.JobName, RunID: c.runID,
 		From: from.t.UTC().Format(time.RFC3339), To: to.t.UTC().Format(time.RFC3339), Differences: []verifyPeriod{}}
-	checks, err := c.verify(ctx, job.VerifyOptions{From: from.t, To: to.t, Last: lastD, Repair: *repair, Now: now.t})
+	checks, err := c.verify(ctx, job.VerifyOptions{From: from.t, To: to.t, Last: lastD, Repair: *repair, Reprice: *reprice, Now: now.t})
 	if len(checks) > 0 {
 		sum.From = checks[0].Period.Start.UTC().Format(time.RFC3339)
 		sum.To = checks[len(checks)-1].Period.End.UTC().Format(time.RFC3339)
@@ -77,6 +84,9 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintln(c.stdout, verifyLine(pc))
 		if !pc.Differs {
 			sum.OK++
+			if pc.Repaired != "" {
+				sum.Repriced++
+			}
 			continue
 		}
 		sum.Differ++

@@ -6,8 +6,8 @@
 //
 // Commission per transaction is amount x bps / 10000, rounded half to even
 // at the currency's minor unit; a refund's commission counts negative;
-// net = gross - refunds. The rate is the item's own commission_bps, else
-// the agency's from config, else the default.
+// net = gross - refunds. The rate is the one package pricing gives, from
+// the table the caller passes (Options.Rates).
 package aggregate
 
 import (
@@ -19,25 +19,9 @@ import (
 	"github.com/reportjob/reportjob/internal/extsort"
 	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/report"
 )
-
-// Rates are the commission rates of config (commission.*).
-type Rates struct {
-	Default  int32
-	Agencies map[string]int32
-}
-
-// Of returns the rate of tx: its own, its agency's, or the default.
-func (r Rates) Of(tx *item.Transaction) int32 {
-	if tx.HasBPS {
-		return tx.BPS
-	}
-	if bps, ok := r.Agencies[tx.AgencyID]; ok {
-		return bps
-	}
-	return r.Default
-}
 
 // Commission returns tx's signed commission in minor units at bps.
 func Commission(tx *item.Transaction, bps int32) int64 {
@@ -50,7 +34,8 @@ func Commission(tx *item.Transaction, bps int32) int64 {
 
 // Options shape an Aggregator.
 type Options struct {
-	Rates Rates
+	// Rates is the table the period is priced with (pricing.ForPeriod).
+	Rates pricing.Table
 	// LineItems keeps the line items, in file order (report.line_items).
 	LineItems bool
 	// Dir holds the line items' spill files; SortMemBytes is the sort's
@@ -173,7 +158,7 @@ func (a *Aggregator) Close() error {
 // Lines iterates over line items in file order.
 type Lines struct {
 	it    *extsort.Iterator
-	rates Rates
+	rates pricing.Table
 	cur   report.LineItem
 	err   error
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -111,7 +112,7 @@ func TestCommission(t *testing.T) {
 			if got := tt.cur.Format(Commission(&tx, tt.bps)); got != tt.want {
 				t.Errorf("Commission = %s, want %s", got, tt.want)
 			}
-			a := New(testPeriod, Options{Rates: Rates{Default: tt.bps}, LineItems: true, Dir: t.TempDir()})
+			a := New(testPeriod, Options{Rates: pricing.Flat(tt.bps), LineItems: true, Dir: t.TempDir()})
 			defer a.Close()
 			if err := a.Add(&tx); err != nil {
 				t.Fatal(err)
@@ -133,10 +134,20 @@ func TestCommission(t *testing.T) {
 
 func itoa(v int64) string { return big.NewInt(v).String() }
 
+// flatRates is a table of undated rates: def, and each agency's.
+func flatRates(def int32, agencies map[string]int32) pricing.Table {
+	t := pricing.Flat(def)
+	t.Agencies = map[string]pricing.Schedule{}
+	for id, bps := range agencies {
+		t.Agencies[id] = pricing.Schedule{{BPS: bps}}
+	}
+	return t
+}
+
 // TestRates: the item's own rate (even 0), else its agency's (even 0),
 // else the default.
 func TestRates(t *testing.T) {
-	r := Rates{Default: 1000, Agencies: map[string]int32{"a": 1500, "z": 0}}
+	r := flatRates(1000, map[string]int32{"a": 1500, "z": 0})
 	tests := []struct {
 		name   string
 		agency string
@@ -226,7 +237,7 @@ func TestSummary(t *testing.T) {
 		newTx(t, "a", usd, item.Refund, "5.00"),
 		newTx(t, "a", usd, item.Purchase, "5.01"),
 	}
-	a := New(testPeriod, Options{Rates: Rates{Default: 1000}})
+	a := New(testPeriod, Options{Rates: pricing.Flat(1000)})
 	defer a.Close()
 	for i := range txs {
 		if err := a.Add(&txs[i]); err != nil {
@@ -312,7 +323,7 @@ func TestSumsPastInt64(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	agencies := []string{"a", "b", "c"}
 	currencies := []money.Currency{usd, jpy, bhd}
-	rates := Rates{Default: 1000, Agencies: map[string]int32{"b": 10000}}
+	rates := flatRates(1000, map[string]int32{"b": 10000})
 	a := New(testPeriod, Options{Rates: rates})
 	defer a.Close()
 	want := map[string]*bigRow{}   // agency currency

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -76,7 +77,7 @@ func dirLen(t *testing.T, dir string) int {
 func TestLines(t *testing.T) {
 	const n = 3000
 	txs := lineTxs(n, 1)
-	rates := Rates{Default: 1000, Agencies: map[string]int32{"a": 1500, "é": 0}}
+	rates := flatRates(1000, map[string]int32{"a": 1500, "é": 0})
 	want := slices.Clone(txs)
 	slices.SortFunc(want, compareTx)
 
@@ -154,7 +155,7 @@ func TestLinesOrderExamples(t *testing.T) {
 	}
 	in := slices.Clone(want)
 	slices.Reverse(in)
-	a := New(testPeriod, Options{Rates: Rates{Default: 1000}, LineItems: true, Dir: t.TempDir()})
+	a := New(testPeriod, Options{Rates: pricing.Flat(1000), LineItems: true, Dir: t.TempDir()})
 	defer a.Close()
 	for i := range in {
 		if err := a.Add(&in[i]); err != nil {
@@ -177,7 +178,7 @@ func TestLinesOrderExamples(t *testing.T) {
 // were never read.
 func TestCloseWithoutLines(t *testing.T) {
 	dir := t.TempDir()
-	a := New(testPeriod, Options{Rates: Rates{Default: 1000}, LineItems: true, Dir: dir, SortMemBytes: 4 << 10})
+	a := New(testPeriod, Options{Rates: pricing.Flat(1000), LineItems: true, Dir: dir, SortMemBytes: 4 << 10})
 	txs := lineTxs(2000, 3)
 	for i := range txs {
 		if err := a.Add(&txs[i]); err != nil {

@@ -9,6 +9,8 @@ import (
 	"unicode"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/reportjob/reportjob/internal/pricing"
 )
 
 var (
@@ -77,7 +79,11 @@ func (d *decoder) decode() *Config {
 		c.Schedule.Location = loc
 	}
 
-	c.Commission.DefaultBPS = d.int("commission.default_bps", 0, 10000)
+	if d.defaultRates != nil && d.src[defaultBPSKey] != EnvName(defaultBPSKey) {
+		c.Commission.Default = d.defaultRates
+	} else {
+		c.Commission.Default = pricing.Schedule{{BPS: int32(d.int(defaultBPSKey, 0, pricing.MaxBPS))}}
+	}
 	c.Commission.Agencies = d.agencies
 	c.Metrics.PushgatewayURL = d.httpURL("metrics.pushgateway_url")
 	c.Log.Level = d.oneOf("log.level", "debug", "info", "warn", "error")

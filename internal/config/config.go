@@ -20,6 +20,8 @@ import (
 
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/reportjob/reportjob/internal/pricing"
 )
 
 // Config is the validated configuration (README, Configuration
@@ -73,9 +75,15 @@ type Config struct {
 		Cron, Timezone string
 		Location       *time.Location // Timezone loaded
 	}
+	// Commission is commission.*: today's rates (package pricing says
+	// which one a transaction is billed at).
 	Commission struct {
-		DefaultBPS int
-		Agencies   map[string]int // never nil; ids exactly as written in the file
+		// Default is commission.default_bps: one rate from the start, or
+		// dated rates whose first applies from the start.
+		Default pricing.Schedule
+		// Agencies are commission.agencies: never nil; ids exactly as
+		// written in the file.
+		Agencies map[string]pricing.Schedule
 	}
 	Metrics struct{ PushgatewayURL string }
 	Log     struct{ Level, Format string } // debug|info|warn|error; json|text
@@ -168,7 +176,8 @@ var configKeys = []struct {
 	{"schedule.cron", "*/15 * * * *"},
 	{"schedule.timezone", "UTC"},
 	{"commission.default_bps", "1000"},
-	// commission.agencies (agency id -> bps) is read from the raw YAML, not
+	// commission.default_bps as a list of dated rates, and
+	// commission.agencies (agency id -> rates), are read from the raw YAML, not
 	// through viper, which lower-cases keys and splits them at dots; agency
 	// ids are case-sensitive and may contain dots. It has no environment
 	// override: REPORTJOB_COMMISSION_AGENCIES is an error.
@@ -221,7 +230,7 @@ func Load(path string, explicit bool, env []string) (*Config, error) {
 // in messages; data may be empty): it layers the defaults, data and env
 // with viper, then decodes and checks every key.
 func Parse(data []byte, name string, env []string) (*Config, error) {
-	d := &decoder{v: viper.New(), src: map[string]string{}, agencies: map[string]int{},
+	d := &decoder{v: viper.New(), src: map[string]string{}, agencies: map[string]pricing.Schedule{},
 		known: map[string]bool{}, lists: map[string]bool{}}
 	for _, k := range configKeys {
 		d.v.SetDefault(k.path, k.def)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reportjob/reportjob/internal/pricing"
 )
 
 // specDefaults is the documented defaults (README, Configuration
@@ -39,8 +41,8 @@ func specDefaults() *Config {
 	c.Schedule.Cron = "*/15 * * * *"
 	c.Schedule.Timezone = "UTC"
 	c.Schedule.Location = time.UTC
-	c.Commission.DefaultBPS = 1000
-	c.Commission.Agencies = map[string]int{}
+	c.Commission.Default = pricing.Schedule{{BPS: 1000}}
+	c.Commission.Agencies = map[string]pricing.Schedule{}
 	c.Log.Level = "info"
 	c.Log.Format = "json"
 	return &c
@@ -112,7 +114,8 @@ func TestConfigFullFile(t *testing.T) {
 	want.Report.MaxPeriodsPerRun, want.Report.Concurrency = 24, 16
 	want.Report.LeaseTTL = 30 * time.Second
 	want.Schedule.Cron, want.Schedule.Timezone, want.Schedule.Location = "@every 15m", "Europe/Paris", paris
-	want.Commission.Agencies = map[string]int{}
+	want.Commission.Default = pricing.Schedule{{BPS: 0}}
+	want.Commission.Agencies = map[string]pricing.Schedule{}
 	want.Metrics.PushgatewayURL = "http://pushgateway:9091"
 	want.Log.Level, want.Log.Format = "debug", "text"
 	if !reflect.DeepEqual(c, &want) {
@@ -227,12 +230,15 @@ func TestConfigAgencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"Acme.Travel": 1200, "acme.travel": 900, "Zoë Tours": 0, "123": 50, "a.b.c": 10000}
+	want := map[string]pricing.Schedule{}
+	for id, bps := range map[string]int32{"Acme.Travel": 1200, "acme.travel": 900, "Zoë Tours": 0, "123": 50, "a.b.c": 10000} {
+		want[id] = pricing.Schedule{{BPS: bps}}
+	}
 	if !reflect.DeepEqual(c.Commission.Agencies, want) {
 		t.Errorf("agencies = %v, want %v", c.Commission.Agencies, want)
 	}
-	if c.Commission.DefaultBPS != 750 {
-		t.Errorf("default_bps = %d, want 750", c.Commission.DefaultBPS)
+	if w := (pricing.Schedule{{BPS: 750}}); !reflect.DeepEqual(c.Commission.Default, w) {
+		t.Errorf("default_bps = %v, want %v", c.Commission.Default, w)
 	}
 }
 
@@ -309,7 +315,19 @@ func TestConfigErrors(t *testing.T) {
 		{"agency bps negative", "commission: {agencies: {a: -1}}", nil, "commission.agencies[a]", "between 0 and 10000"},
 		{"agency bps word", "commission: {agencies: {a: ten}}", nil, "commission.agencies[a]", "integer"},
 		{"agency bps fraction", "commission: {agencies: {a: 12.5}}", nil, "commission.agencies[a]", "integer"},
-		{"agency bps list", "commission: {agencies: {a: [1]}}", nil, "commission.agencies[a]", "integer"},
+		{"agency bps list of numbers", "commission: {agencies: {a: [1]}}", nil, "commission.agencies[a][0]", "mapping"},
+		{"agency bps mapping", "commission: {agencies: {a: {bps: 1}}}", nil, "commission.agencies[a]", "integer"},
+		{"agency rates empty", "commission: {agencies: {a: []}}", nil, "commission.agencies[a]", "at least one"},
+		{"agency rate bps high", "commission: {agencies: {a: [{bps: 10001}]}}", nil, "commission.agencies[a][0].bps", "between 0 and 10000"},
+		{"agency rate no bps", "commission: {agencies: {a: [{from: 2026-01-01}]}}", nil, "commission.agencies[a][0].bps", "needs bps"},
+		{"agency rate bad from", "commission: {agencies: {a: [{bps: 1}, {bps: 2, from: 2026-13-01}]}}", nil, "commission.agencies[a][1].from", "RFC 3339"},
+		{"agency rate unknown key", "commission: {agencies: {a: [{bps: 1, to: 2026-01-01}]}}", nil, "commission.agencies[a][0].to", "unknown"},
+		{"agency rates unsorted", "commission: {agencies: {a: [{bps: 1, from: 2026-02-01}, {bps: 2, from: 2026-01-01}]}}", nil, "commission.agencies[a][1].from", "increase"},
+		{"agency rates same date", "commission: {agencies: {a: [{bps: 1, from: 2026-02-01}, {bps: 2, from: \"2026-02-01T00:00:00Z\"}]}}", nil, "commission.agencies[a][1].from", "increase"},
+		{"agency second rate undated", "commission: {agencies: {a: [{bps: 1}, {bps: 2}]}}", nil, "commission.agencies[a][1].from", "only the first"},
+		{"default rates dated first", "commission: {default_bps: [{bps: 1, from: 2026-01-01}]}", nil, "commission.default_bps[0].from", "from the start"},
+		{"default rate bps word", "commission: {default_bps: [{bps: 1}, {bps: x, from: 2026-01-01}]}", nil, "commission.default_bps[1].bps", "integer"},
+		{"default rates mapping", "commission: {default_bps: {bps: 1}}", nil, "commission.default_bps", "single value"},
 		{"agency duplicate", "commission: {agencies: {a: 1, a: 2}}", nil, "commission.agencies[a]", "twice"},
 		{"agency id empty", "commission: {agencies: {'': 1}}", nil, "commission.agencies[]", "empty"},
 		{"agency id control", "commission: {agencies: {\"a\\tb\": 1}}", nil, "commission.agencies[a\tb]", "U+0009"},
@@ -440,5 +458,42 @@ func TestParseInstant(t *testing.T) {
 		if _, err := ParseInstant(in); err == nil {
 			t.Errorf("ParseInstant(%q): no error", in)
 		}
+	}
+}
+
+// TestConfigDatedRates: commission.default_bps and commission.agencies.X
+// take an integer or a list of dated rates (RFC 3339 or YYYY-MM-DD, UTC);
+// REPORTJOB_COMMISSION_DEFAULT_BPS replaces the file's list with one rate.
+func TestConfigDatedRates(t *testing.T) {
+	file := `commission:
+  default_bps: [{bps: 1000}, {bps: 900, from: "2026-12-01"}]
+  agencies:
+    acme: [{bps: 1200}, {bps: 1100, from: "2027-01-01T12:00:00+02:00"}]
+    later: [{bps: 500, from: 2027-02-01}]
+    flat: 700
+`
+	c, err := Parse([]byte(file), "c.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec1 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	wantDefault := pricing.Schedule{{BPS: 1000}, {BPS: 900, From: dec1}}
+	wantAgencies := map[string]pricing.Schedule{
+		"acme":  {{BPS: 1200}, {BPS: 1100, From: time.Date(2027, 1, 1, 10, 0, 0, 0, time.UTC)}},
+		"later": {{BPS: 500, From: time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC)}},
+		"flat":  {{BPS: 700}},
+	}
+	if !reflect.DeepEqual(c.Commission.Default, wantDefault) {
+		t.Errorf("default = %v, want %v", c.Commission.Default, wantDefault)
+	}
+	if !reflect.DeepEqual(c.Commission.Agencies, wantAgencies) {
+		t.Errorf("agencies = %v, want %v", c.Commission.Agencies, wantAgencies)
+	}
+	c, err = Parse([]byte(file), "c.yaml", []string{"REPORTJOB_COMMISSION_DEFAULT_BPS=800"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := (pricing.Schedule{{BPS: 800}}); !reflect.DeepEqual(c.Commission.Default, w) {
+		t.Errorf("default with the environment = %v, want %v", c.Commission.Default, w)
 	}
 }

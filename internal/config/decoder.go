@@ -12,6 +12,8 @@ import (
 
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/reportjob/reportjob/internal/pricing"
 )
 
 // decoder collects every error instead of stopping at the first.
@@ -20,8 +22,10 @@ type decoder struct {
 	src      map[string]string // key path -> where its value came from
 	known    map[string]bool   // every leaf key path
 	lists    map[string]bool   // the leaf keys that take a list
-	agencies map[string]int
-	errs     []error
+	agencies map[string]pricing.Schedule
+	// defaultRates is commission.default_bps when the file gives a list.
+	defaultRates pricing.Schedule
+	errs         []error
 }
 
 func (d *decoder) fail(key, value, reason string) {
@@ -44,6 +48,10 @@ func (d *decoder) walk(name, prefix string, n *yaml.Node, out map[string]any) {
 		switch {
 		case path == agenciesKey:
 			d.readAgencies(name, vn)
+		case path == defaultBPSKey && vn.Kind == yaml.SequenceNode:
+			if s, ok := d.schedule(path, vn, true); ok {
+				d.defaultRates = s
+			}
 		case path == formatsKey:
 			d.fail(path, yamlSummary(vn), formatsRemoved)
 		case d.lists[path]:
@@ -151,7 +159,7 @@ func (d *decoder) readAgencies(name string, n *yaml.Node) {
 		return
 	}
 	if n.Kind != yaml.MappingNode {
-		d.fail(agenciesKey, yamlSummary(n), "must be a mapping of agency id to commission bps")
+		d.fail(agenciesKey, yamlSummary(n), "must be a mapping of agency id to commission bps (or a list of dated rates)")
 		return
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -168,12 +176,8 @@ func (d *decoder) readAgencies(name string, n *yaml.Node) {
 			d.fail(key, yamlSummary(vn), "bad agency id: "+orDefault(reason, "not a plain name"))
 			continue
 		}
-		if vn.Kind != yaml.ScalarNode {
-			d.fail(key, yamlSummary(vn), "must be an integer between 0 and 10000 (basis points)")
-			continue
-		}
-		if bps, ok := d.intIn(key, yamlScalar(vn), 0, 10000); ok {
-			d.agencies[id] = bps
+		if s, ok := d.schedule(key, vn, false); ok {
+			d.agencies[id] = s
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/reportjob/reportjob/internal/pricing"
 )
 
 // FuzzParse: any file and environment give either a configuration whose
@@ -162,12 +164,12 @@ func checkConfig(t *testing.T, c *Config) {
 	if c.Schedule.Location == nil || c.Schedule.Timezone == "Local" {
 		fail("schedule %+v", c.Schedule)
 	}
-	if c.Commission.DefaultBPS < 0 || c.Commission.DefaultBPS > 10000 || c.Commission.Agencies == nil {
+	if !validSchedule(c.Commission.Default, true) || c.Commission.Agencies == nil {
 		fail("commission %+v", c.Commission)
 	}
-	for id, bps := range c.Commission.Agencies {
-		if bps < 0 || bps > 10000 || agencyIDProblem(id) != "" || !utf8.ValidString(id) {
-			fail("commission.agencies[%q] = %d", id, bps)
+	for id, s := range c.Commission.Agencies {
+		if !validSchedule(s, false) || agencyIDProblem(id) != "" || !utf8.ValidString(id) {
+			fail("commission.agencies[%q] = %v", id, s)
 		}
 	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) || !slices.Contains([]string{"json", "text"}, c.Log.Format) {
@@ -176,3 +178,18 @@ func checkConfig(t *testing.T, c *Config) {
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || 0x80 <= r && r < 0xa0 }
+
+// validSchedule reports whether s is rates config may give: at least one,
+// each 0..10000, only the first undated (and, with fromStart, it must be),
+// dates strictly increasing.
+func validSchedule(s pricing.Schedule, fromStart bool) bool {
+	if len(s) == 0 || fromStart && !s[0].From.IsZero() {
+		return false
+	}
+	for i, r := range s {
+		if r.BPS < 0 || r.BPS > pricing.MaxBPS || i > 0 && !r.From.After(s[i-1].From) {
+			return false
+		}
+	}
+	return true
+}

@@ -18,7 +18,6 @@ import (
 
 	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/reportjob/reportjob/internal/aggregate"
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/dynamodb"
@@ -29,6 +28,7 @@ import (
 	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/keys"
 	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/s3sink"
 	"github.com/reportjob/reportjob/internal/sink"
@@ -181,7 +181,7 @@ func (e *env) job(owner string) *job.Job {
 			Name: jobName, Period: time.Hour, Lateness: 2 * time.Minute, Start: day0, MaxPeriods: 96,
 			RecheckAfter: []time.Duration{time.Hour}, DedupeWindow: 35 * 24 * time.Hour,
 			Shards: 1, Concurrency: 2, LineItems: true, AgencyFiles: encode.Formats{CSV: true},
-			Rates: aggregate.Rates{Default: 1000}, SortMemBytes: 4 << 10, TempDir: e.tempDir, Version: "test",
+			Rates: pricing.Flat(1000), SortMemBytes: 4 << 10, TempDir: e.tempDir, Version: "test",
 		},
 		Source: e.st, Index: e.st, State: e.st, Bucket: e.bucket,
 		Owner: owner, RunID: owner, LeaseTTL: time.Minute, Clock: e.clock.Now, Log: log,

@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/reportjob/reportjob/internal/aggregate"
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/fence"
+	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/scratch"
 	"github.com/reportjob/reportjob/internal/sink"
@@ -47,7 +47,10 @@ type Config struct {
 	Concurrency int
 	LineItems   bool
 	AgencyFiles encode.Formats
-	Rates       aggregate.Rates
+	// Rates are today's commission rates (config commission.*): a period
+	// billed before is priced with the rates its manifest recorded
+	// (pricing.ForPeriod).
+	Rates pricing.Table
 	// SortMemBytes is the memory budget of each external sort (0: default).
 	SortMemBytes int
 	// TempDir holds the run's scratch folder ("" = the OS default).

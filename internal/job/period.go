@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/crashpoint"
 	"github.com/reportjob/reportjob/internal/encode"
+	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/publish"
 	"github.com/reportjob/reportjob/internal/report"
 )
@@ -30,6 +30,9 @@ type mode struct {
 	// even though the manifest lists them.
 	repair  bool
 	restore map[string]bool
+	// reprice prices the period with today's rates rather than those it
+	// was billed with (verify --repair --reprice).
+	reprice bool
 }
 
 var (
@@ -37,6 +40,7 @@ var (
 	modeRecheck  = mode{kind: "recheck", reason: report.ReasonRecheck}
 	modeBackfill = mode{kind: "backfill", reason: report.ReasonBackfill, rebuild: true}
 	modeRepair   = mode{kind: "repair", reason: report.ReasonRepair, rebuild: true, repair: true}
+	modeReprice  = mode{kind: "repair", reason: report.ReasonReprice, rebuild: true, repair: true, reprice: true}
 )
 
 // deliver builds a due period (or a backfilled one) and, for a due period,
@@ -153,11 +157,23 @@ func (r *runner) publisher() *publish.Publisher {
 	return pb
 }
 
-// collectConfig is how periods are read.
-func (r *runner) collectConfig(dir string) collect.Config {
+// sameItems reports whether col read the items m recorded. Items are
+// compared by content (fingerprint and count), never by the partitions
+// they were read from, which change with keys.shards.
+func sameItems(m *report.Manifest, col *collect.Collected) bool {
+	return m.ItemsFingerprint == col.Fingerprint.String() && m.ItemsRead == col.ItemsRead
+}
+
+// collectConfig is how period p, whose published manifest is cur (nil if
+// none), is read.
+func (r *runner) collectConfig(dir string, p report.Period, cur *report.Manifest) collect.Config {
 	b := r.j.Bucket
+	var delivered []string
+	if cur != nil {
+		delivered = cur.Partitions
+	}
 	return collect.Config{
-		Shards: r.j.Shards, Concurrency: r.j.Concurrency, Dir: dir, SortMemBytes: r.j.SortMemBytes,
+		Shards: report.ReadShards(p, r.j.Shards, delivered), Concurrency: r.j.Concurrency, Dir: dir, SortMemBytes: r.j.SortMemBytes,
 		AgencyProblem: func(agency string) string {
 			// The longest object name an agency folder holds.
 			key := report.AgencyPrefix(agency, report.Period{}) + "transactions-0123456789abcdef.parquet"
@@ -187,15 +203,14 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	if err != nil {
 		return res, err
 	}
-	col, err := collect.Read(ctx, r.collectConfig(dir), j.Source, p)
+	col, err := collect.Read(ctx, r.collectConfig(dir, p, cur.Manifest), j.Source, p)
 	if err != nil {
 		return res, err
 	}
 	defer col.Close()
 	crashpoint.Hit(crashpoint.AfterRead)
 	fp := col.Fingerprint.String()
-	if prev := cur.Manifest; prev != nil && !m.rebuild && prev.ItemsFingerprint == fp && prev.ItemsRead == col.ItemsRead &&
-		slices.Equal(prev.Partitions, col.Partitions) {
+	if prev := cur.Manifest; prev != nil && !m.rebuild && sameItems(prev, col) {
 		// The items are what the manifest recorded: nothing to write but
 		// what an interrupted publication left.
 		if err := pb.Clean(ctx, cur); err != nil {
@@ -207,7 +222,12 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		return res, nil
 	}
 
-	agg := aggregate.New(p, aggregate.Options{Rates: j.Rates, LineItems: j.LineItems, Dir: dir, SortMemBytes: j.SortMemBytes})
+	var billed *pricing.Table
+	if cur.Manifest != nil {
+		billed = cur.Manifest.Rates
+	}
+	rates := pricing.ForPeriod(billed, j.Rates, m.reprice)
+	agg := aggregate.New(p, aggregate.Options{Rates: rates, LineItems: j.LineItems, Dir: dir, SortMemBytes: j.SortMemBytes})
 	defer agg.Close()
 	var index collect.Index
 	if j.DedupeWindow > 0 {
@@ -256,7 +276,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	// The adjustments come last, once the other objects are known: a
 	// rebuild whose items and other objects are the current revision's
 	// reproduces that revision, its adjustments included.
-	reproduce := cur.Manifest != nil && cur.Manifest.ItemsFingerprint == fp && cur.Manifest.ItemsRead == col.ItemsRead &&
+	reproduce := cur.Manifest != nil && sameItems(cur.Manifest, col) &&
 		sameKeys(handed, cur.Manifest, report.DatasetAdjustments)
 	adjustments, err := r.adjustments(ctx, pb, cur, rows, revision, reproduce, m, dir)
 	if err != nil {
@@ -279,10 +299,11 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		Partitions: col.Partitions, ItemsRead: col.ItemsRead, ItemsFingerprint: fp,
 		Transactions: st.Transactions, DuplicatesWithinPeriod: st.DuplicatesWithinPeriod,
 		DuplicatesAcrossPeriods: st.DuplicatesAcrossPeriods, Rejects: st.Rejects,
-		Totals: totals, Files: files,
+		Totals: totals, Rates: &rates, Files: files,
 	}
 	res.Manifest = man
-	if cur.Manifest != nil && man.SameContent(cur.Manifest) {
+	if cur.Manifest != nil && man.SameContent(cur.Manifest) &&
+		(!m.reprice || billed != nil && billed.Equal(rates)) {
 		// Rebuilt to the same objects (a backfill or repair of an
 		// unchanged period): the revision stands.
 		if err := sess.Close(ctx); err != nil {

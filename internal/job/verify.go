@@ -31,6 +31,10 @@ type VerifyOptions struct {
 	// Last, instead of From and To: the periods that ended within Last
 	// before Now - lateness (at least the last one).
 	Last time.Duration
+	// Reprice (with Repair) re-prices every delivered period of the range
+	// with today's rates, on purpose: a period whose prices change is
+	// published as a new revision (reason report.ReasonReprice).
+	Reprice bool
 	// Now is the report clock.
 	Now time.Time
 	// Progress, when set, is called before each period.
@@ -85,8 +89,8 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) ([]PeriodCheck, error
 		if err != nil {
 			return out, r.explain(ctx, fmt.Errorf("verify %s: %w", p.Name(), err))
 		}
-		if o.Repair && pc.Differs {
-			if err := r.repair(ctx, &pc); err != nil {
+		if o.Repair && (pc.Differs || o.Reprice && pc.Revision > 0) {
+			if err := r.repair(ctx, &pc, o.Reprice); err != nil {
 				return out, r.explain(ctx, fmt.Errorf("repair %s: %w", p.Name(), err))
 			}
 		}
@@ -142,13 +146,12 @@ func (r *runner) verify(ctx context.Context, p report.Period, cp time.Time) (Per
 		return pc, err
 	}
 	defer os.RemoveAll(dir)
-	col, err := collect.Read(ctx, r.collectConfig(dir), r.j.Source, p)
+	col, err := collect.Read(ctx, r.collectConfig(dir, p, cur.Manifest), r.j.Source, p)
 	if err != nil {
 		return pc, err
 	}
 	pc.ItemsNow = col.ItemsRead
-	same := col.Fingerprint.String() == cur.Manifest.ItemsFingerprint && col.ItemsRead == cur.Manifest.ItemsRead &&
-		slices.Equal(col.Partitions, cur.Manifest.Partitions)
+	same := sameItems(cur.Manifest, col)
 	col.Close()
 	if pc.Problems, err = pb.CheckObjects(ctx, cur); err != nil {
 		return pc, err
@@ -180,10 +183,11 @@ func restored(problems []publish.Problem, uploaded []report.FileInfo) int {
 	return n
 }
 
-// repair fixes what verify found in one period.
-func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
+// repair fixes what verify found in one period; with reprice it also
+// prices the period with today's rates.
+func (r *runner) repair(ctx context.Context, pc *PeriodCheck, reprice bool) error {
 	p := pc.Period
-	needsBuild := pc.Status != VerifyObjects
+	needsBuild := pc.Status != VerifyObjects || reprice
 	for _, pr := range pc.Problems {
 		if pr.Kind == publish.ProblemMissing || pr.Kind == publish.ProblemCorrupt {
 			needsBuild = true
@@ -191,6 +195,9 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
 	}
 	if needsBuild {
 		m := modeRepair
+		if reprice {
+			m = modeReprice
+		}
 		m.restore = map[string]bool{}
 		for _, pr := range pc.Problems {
 			if pr.Kind == publish.ProblemMissing || pr.Kind == publish.ProblemCorrupt {
@@ -210,6 +217,11 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
 			}
 		}
 		switch {
+		case res.Outcome == OutcomePublished && res.Previous != nil && reprice:
+			pc.Repaired = fmt.Sprintf("repriced as revision %d", res.Manifest.Revision)
+		case !pc.Differs:
+			// Re-priced to the same prices: nothing to repair.
+			return nil
 		case res.Outcome == OutcomePublished && res.Previous == nil:
 			pc.Repaired = fmt.Sprintf("published revision %d", res.Manifest.Revision)
 		case res.Outcome == OutcomePublished:

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/reportjob/reportjob/internal/pricing"
 )
 
 // ManifestFormat identifies the manifest layout; it changes only with an
@@ -20,6 +22,9 @@ const (
 	ReasonRecheck  = "recheck"         // a recheck found its items changed
 	ReasonRepair   = "verify --repair" // verify found a difference and repaired it
 	ReasonBackfill = "backfill"        // run --backfill rebuilt it
+	// ReasonReprice: verify --repair --reprice priced it with today's
+	// rates on purpose.
+	ReasonReprice = "verify --repair --reprice"
 )
 
 // Manifest is a period's manifests/period=P/manifest.json: the commit
@@ -61,6 +66,11 @@ type Manifest struct {
 	Rejects int64 `json:"rejects"`
 	// Totals per currency over every agency.
 	Totals []CurrencyTotal `json:"totals"`
+	// Rates is the commission rate table this revision priced its
+	// transactions with: the one the period was first billed with, kept by
+	// every later revision unless re-priced on purpose (pricing.ForPeriod).
+	// Absent from manifests written before rates were recorded.
+	Rates *pricing.Table `json:"rates,omitempty"`
 	// Files is every object of this revision but the manifest, by key.
 	Files []FileInfo `json:"files"`
 	// ReplacedFiles are the keys the previous revision listed and this one
@@ -148,10 +158,13 @@ func (m *Manifest) Keys() []string {
 
 // SameContent reports whether m and o record the same delivery: the same
 // items, counts, totals and objects. Revision, reason, previous hash,
-// generation time, tool version and replaced files are not compared.
+// generation time, tool version, rates and replaced files are not
+// compared, nor
+// the partitions read: items are compared by content (the fingerprint), so
+// a change of keys.shards alone is no new delivery.
 func (m *Manifest) SameContent(o *Manifest) bool {
 	return m.Job == o.Job && m.PeriodStart.Equal(o.PeriodStart) && m.PeriodEnd.Equal(o.PeriodEnd) &&
-		slices.Equal(m.Partitions, o.Partitions) && m.ItemsRead == o.ItemsRead &&
+		m.ItemsRead == o.ItemsRead &&
 		m.ItemsFingerprint == o.ItemsFingerprint && m.Transactions == o.Transactions &&
 		m.DuplicatesWithinPeriod == o.DuplicatesWithinPeriod && m.DuplicatesAcrossPeriods == o.DuplicatesAcrossPeriods &&
 		m.Rejects == o.Rejects && slices.Equal(m.Totals, o.Totals) && slices.Equal(m.Files, o.Files)

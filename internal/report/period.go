@@ -81,6 +81,25 @@ func Range(from, to time.Time, d time.Duration) ([]Period, error) {
 	return Grid{Start: from, Period: d}.Range(from, to)
 }
 
+// ReadShards is the shard count period p is read with: keys.shards, or
+// more when delivered (the partition keys its published manifest read)
+// has sharded keys of p's quarters with a higher shard number. This is the
+// one place that decides which partitions a period is read from: lowering
+// keys.shards never loses the items a delivered period billed from the
+// shards it drops, and raising it only adds partitions, so that a period's
+// items, compared by content, stay the same across a change of
+// keys.shards either way.
+func ReadShards(p Period, shards int, delivered []string) int {
+	for _, pk := range delivered {
+		q, k, err := keys.ParsePartition(pk)
+		if err != nil || !strings.Contains(pk, "#") || q.Before(p.Start) || !q.Before(p.End) {
+			continue
+		}
+		shards = max(shards, k+1)
+	}
+	return shards
+}
+
 // Partitions returns the partition keys of p, in order: for each quarter,
 // the plain key, then with keys.shards N > 1 the N sharded keys. The plain
 // key is read even when sharded, so that items of producers that do not
