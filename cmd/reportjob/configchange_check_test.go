@@ -227,9 +227,9 @@ func (r *ccRun) after(what string, before map[string]*report.Manifest, placed []
 				what, p, m.Revision, m.Reason, reason, m.PreviousItemsRead, m.ItemsRead)
 		case anyRebuild:
 		case len(ccIn(placed, p)) == 0:
-			t.Errorf("%s: period %s restated as revision %d (reason %q, items read %d before, %d now, transactions %d before, %d now) "+
-				"but no item landed in it: a restatement no item caused", what, p, m.Revision, m.Reason,
-				m.PreviousItemsRead, m.ItemsRead, b.Transactions, m.Transactions)
+			t.Errorf("%s: period %s restated as revision %d (reason %q, items read %d before, %d now, transactions %d before, %d now; "+
+				"commission %s before, %s now) but no item landed in it: a restatement no item caused", what, p, m.Revision, m.Reason,
+				m.PreviousItemsRead, m.ItemsRead, b.Transactions, m.Transactions, ccCommissions(b), ccCommissions(m))
 		}
 	}
 	for key, b := range before {
@@ -249,6 +249,15 @@ func (r *ccRun) after(what string, before map[string]*report.Manifest, placed []
 		}
 	}
 	r.snap = now
+}
+
+// ccCommissions is m's commission per currency, "USD 1.23, JPY 150".
+func ccCommissions(m *report.Manifest) string {
+	var out []string
+	for _, ct := range m.Totals {
+		out = append(out, ct.Currency+" "+ct.Commission)
+	}
+	return strings.Join(out, ", ")
 }
 
 // ccIn returns the items of items recorded in p.
@@ -295,24 +304,25 @@ func ccTotalsOf(m map[string]*ccTotals, cur string) *ccTotals {
 	return m[cur]
 }
 
-// expected is the model: how many times each transaction id is billed,
-// and per currency the totals. An item in scope (at or after the first
+// expected is the model: for each transaction id, the recorded_at of
+// each item that bills it (the period that holds it bills it), and per
+// currency the totals. An item in scope (at or after the first
 // delivered period) bills when its id was not billed yet, or, for a case
 // whose retries bill again, when it is a retry placed after the change;
 // it is billed at the rate of the stage it was placed in (its first
 // billing's), forever after.
-func (r *ccRun) expected() (map[string]int, map[string]*ccTotals) {
+func (r *ccRun) expected() (map[string][]time.Time, map[string]*ccTotals) {
 	first := r.c.firstDelivered
 	if first.IsZero() {
 		first = ccStart
 	}
-	billings, totals := map[string]int{}, map[string]*ccTotals{}
+	billings, totals := map[string][]time.Time{}, map[string]*ccTotals{}
 	for s, items := range r.items {
 		for _, it := range items {
-			if it.at.Before(first) || billings[it.id] > 0 && !(r.c.retriesBillAgain && s > 0) {
+			if it.at.Before(first) || len(billings[it.id]) > 0 && !(r.c.retriesBillAgain && s > 0) {
 				continue
 			}
-			billings[it.id]++
+			billings[it.id] = append(billings[it.id], it.at)
 			rate := 1000
 			if r.c.rate != nil {
 				rate = r.c.rate(it, s)
@@ -336,7 +346,7 @@ func (r *ccRun) checkFinal() {
 	billings, want := r.expected()
 	summaries, totals := map[string]*ccTotals{}, map[string]*ccTotals{}
 	var breakdown []string
-	lines := map[string][]string{} // transaction id -> periods whose line items hold it
+	lines := map[string][]report.Period{} // transaction id -> periods whose line items hold it
 	var lineRows, lineTx int64
 	withLines := 0
 	for _, mk := range sortedKeys(snap.manifests) {
@@ -357,7 +367,7 @@ func (r *ccRun) checkFinal() {
 			case strings.HasPrefix(f.Key, report.DatasetTransactions+"/") && strings.HasSuffix(f.Key, ".parquet"):
 				hasLines = true
 				for _, row := range readParquet[lineRec](t, f.Key, r.h.read(sk, f.Key)) {
-					lines[row.TransactionID] = append(lines[row.TransactionID], m.Period().Name())
+					lines[row.TransactionID] = append(lines[row.TransactionID], m.Period())
 					lineRows++
 				}
 			}
@@ -383,17 +393,42 @@ func (r *ccRun) checkFinal() {
 		t.Errorf("the line items hold %d rows, their manifests count %d transactions", lineRows, lineTx)
 	}
 	for _, id := range sortedKeys(lines) {
-		if got := len(lines[id]); got > billings[id] {
-			t.Errorf("transaction %s billed %d times (line items of %s), want %d", id, got, strings.Join(lines[id], ", "), billings[id])
+		ps, want := lines[id], billings[id]
+		if len(ps) > len(want) {
+			t.Errorf("transaction %s billed %d times (line items of %s), want %d", id, len(ps), ccNames(ps), len(want))
+		}
+		for _, p := range ps {
+			if len(ccTimesIn(want, p)) == 0 {
+				t.Errorf("transaction %s billed in %s, want in the period of %v (the period that first billed it keeps it)",
+					id, p, want)
+			}
 		}
 	}
 	if withLines == len(snap.manifests) {
 		for _, id := range sortedKeys(billings) {
-			if got := len(lines[id]); got < billings[id] {
-				t.Errorf("transaction %s billed %d times (line items of %v), want %d", id, got, lines[id], billings[id])
+			if got, want := len(lines[id]), len(billings[id]); got < want {
+				t.Errorf("transaction %s billed %d times (line items of %s), want %d", id, got, ccNames(lines[id]), want)
 			}
 		}
 	}
+}
+
+func ccNames(ps []report.Period) string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Name())
+	}
+	return "[" + strings.Join(out, ", ") + "]"
+}
+
+func ccTimesIn(ts []time.Time, p report.Period) []time.Time {
+	var out []time.Time
+	for _, t := range ts {
+		if !t.Before(p.Start) && t.Before(p.End) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // ccDecimal4 converts a manifest amount (the currency's digits) to
