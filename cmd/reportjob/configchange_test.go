@@ -21,8 +21,12 @@ import (
 // transaction billed exactly once at its rate, `verify` clean after one
 // run on the new config, and no restatement that no item caused.
 //
-// The timeline (hourly periods from 2024-03-01T00:00Z unless the case
-// changes report.period; every time is on both grids' boundaries):
+// The timeline (hourly periods from ccStart, yesterday's UTC midnight,
+// unless the case changes report.period; every time named is on both
+// grids' boundaries; hh:mm below is after ccStart). The dates are recent
+// on purpose: the DynamoDB dedupe index has a TTL on the wall clock, which
+// the server applies at its own pace; with 2024 dates the same case gave
+// different billings from one run to the next on DynamoDB Local.
 //
 //	stage 0, config 0: items in 00:00..02:59; run --now 03:02 delivers up to 03:00
 //	stage 1, config 1: items in 03:00..04:59; a late item in 02:35; a retry of a
@@ -60,14 +64,19 @@ type ccCase struct {
 }
 
 var (
-	ccStart = time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	ccStart = time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
 	// ccNow are the report clocks of the runs of stages 0, 1 and 2, and
 	// ccCheckpoint where each leaves the checkpoint.
-	ccNow        = [3]string{"2024-03-01T03:02:00Z", "2024-03-01T05:02:00Z", "2024-03-01T07:02:00Z"}
-	ccCheckpoint = [3]string{"2024-03-01T03:00:00Z", "2024-03-01T05:00:00Z", "2024-03-01T07:00:00Z"}
+	ccNow        = [3]string{ccT(3, 2), ccT(5, 2), ccT(7, 2)}
+	ccCheckpoint = [3]string{ccT(3, 0), ccT(5, 0), ccT(7, 0)}
 	// ccRateFrom is the date the dated commission rate applies from.
-	ccRateFrom = time.Date(2024, 3, 1, 3, 0, 0, 0, time.UTC)
+	ccRateFrom = ccH(3)
 )
+
+// ccT is ccStart + h hours m minutes, in RFC 3339.
+func ccT(h, m int) string {
+	return ccStart.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute).Format(time.RFC3339)
+}
 
 func ccH(h int) time.Time { return ccStart.Add(time.Duration(h) * time.Hour) }
 
@@ -83,12 +92,12 @@ var ccCases = []ccCase{
 	// report.start moved past the checkpoint of a running job: the
 	// checkpoint decides what is due; delivered periods stay delivered
 	// (and a late item in one is still billed by verify --repair).
-	{name: "start_moved_later", edit: [3]func(*ccConfig){nil, func(c *ccConfig) { c.start = "2024-03-01T04:00:00Z" }}},
+	{name: "start_moved_later", edit: [3]func(*ccConfig){nil, func(c *ccConfig) { c.start = ccT(4, 0) }}},
 	// report.start moved before the first delivered period: the items
 	// before go-live are never billed (no period is invented for them, by
 	// a run, verify --repair or a backfill over them).
 	{name: "start_moved_earlier", firstDelivered: ccH(2), edit: [3]func(*ccConfig){
-		func(c *ccConfig) { c.start = "2024-03-01T02:00:00Z" }, func(c *ccConfig) { c.start = "2024-03-01T00:00:00Z" }}},
+		func(c *ccConfig) { c.start = ccT(2, 0) }, func(c *ccConfig) { c.start = ccT(0, 0) }}},
 	{name: "agency_files_csv_to_csv_parquet_to_none", backfillRebuilds: true, edit: [3]func(*ccConfig){
 		nil, func(c *ccConfig) { c.agencyFiles = "[csv, parquet]" }, func(c *ccConfig) { c.agencyFiles = "[]" }}},
 	{name: "line_items_true_false_true", backfillRebuilds: true, edit: [3]func(*ccConfig){
