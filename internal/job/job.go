@@ -275,12 +275,15 @@ func rechecksFailed(failed []RecheckFailure) error {
 	if len(failed) == 0 {
 		return nil
 	}
-	msgs := make([]string, len(failed))
+	// Each period's error is wrapped too, so that errors.Is finds its
+	// cause (a refused delete, a corrupt object).
+	verbs := make([]string, len(failed))
+	args := []any{ErrRecheckFailed, len(failed)}
 	for i, f := range failed {
-		msgs[i] = f.Err.Error()
+		verbs[i] = "%w"
+		args = append(args, f.Err)
 	}
-	return fmt.Errorf("%w for %d period(s); each stays owed and the next run retries it: %s",
-		ErrRecheckFailed, len(failed), strings.Join(msgs, "; "))
+	return fmt.Errorf("%w for %d period(s); each stays owed and the next run retries it: "+strings.Join(verbs, "; "), args...)
 }
 
 // checkBackfill checks a backfill's range before the run starts (its
