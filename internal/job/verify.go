@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"time"
@@ -200,6 +201,7 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck) error {
 		for _, f := range cur.Manifest.Files {
 			listed[f.Key] = true
 		}
+		maps.Copy(listed, cur.Manifest.PartKeys())
 	}
 	var stale []publish.Problem
 	for _, pr := range pc.Problems {

@@ -145,7 +145,7 @@ func (pb *Publisher) Current(ctx context.Context, p report.Period) (*Current, er
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest of %s: %w", p.Name(), err)
 	}
-	m, err := report.ParseManifest(raw)
+	m, err := report.ReadManifest(ctx, raw, pb.readPart)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", pb.Bucket.URL(report.ManifestKey(p)), err)
 	}
@@ -154,6 +154,12 @@ func (pb *Publisher) Current(ctx context.Context, p report.Period) (*Current, er
 	}
 	cur.Manifest, cur.Raw, cur.ETag = m, raw, attrs.ETag
 	return cur, nil
+}
+
+// readPart reads a manifest part (report.PartReader).
+func (pb *Publisher) readPart(ctx context.Context, key string) ([]byte, error) {
+	raw, _, err := pb.Bucket.ReadAll(ctx, key, report.MaxPartBytes)
+	return raw, err
 }
 
 // intent is the body of manifests/period=P/pending-RUN.json.
@@ -393,8 +399,14 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 		}
 		prevKeys = m.ReplacedFiles
 	}
-	body, err := m.Marshal()
+	body, parts, err := m.Encode()
 	if err != nil {
+		return err
+	}
+	if prev := s.cur.Manifest; prev != nil {
+		prevKeys = append(slices.Clone(prevKeys), replacedParts(prev, m)...)
+	}
+	if err := s.putParts(ctx, parts); err != nil {
 		return err
 	}
 	if err := pb.fence(); err != nil {
@@ -419,6 +431,43 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 	pb.Log.Debug("manifest written", logPeriod, p.Name(), "revision", m.Revision)
 	crashpoint.Hit(crashpoint.AfterManifest)
 	return pb.cleanup(ctx, p, m, prevKeys, s.intents())
+}
+
+// putParts uploads the manifest's parts (report.Manifest.Encode) that the
+// current manifest does not name already, after the session's intent (so
+// that the parts of an interrupted publication are cleaned up).
+func (s *Session) putParts(ctx context.Context, parts []report.EncodedPart) error {
+	have := map[string]bool{}
+	if s.cur.Manifest != nil {
+		have = s.cur.Manifest.PartKeys()
+	}
+	for _, part := range parts {
+		if have[part.Key] {
+			continue
+		}
+		if err := s.pb.fence(); err != nil {
+			return fmt.Errorf("publish %s: %w", s.p.Name(), err)
+		}
+		if err := s.writeIntent(); err != nil {
+			return err
+		}
+		if _, err := s.pb.out().PutBytes(ctx, part.Key, part.Body, sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
+			return fmt.Errorf("publish %s: manifest part: %w", s.p.Name(), err)
+		}
+	}
+	return nil
+}
+
+// replacedParts returns the parts of prev that m does not name.
+func replacedParts(prev, m *report.Manifest) []string {
+	keep := m.PartKeys()
+	var out []string
+	for _, part := range prev.Parts {
+		if !keep[part.Key] {
+			out = append(out, part.Key)
+		}
+	}
+	return out
 }
 
 // Close ends a publication that found nothing to publish (the rebuilt
@@ -479,6 +528,11 @@ func (pb *Publisher) cleanup(ctx context.Context, p report.Period, m *report.Man
 			}
 		}
 	}
+	strays, err := pb.strayParts(ctx, p, m)
+	if err != nil {
+		return fmt.Errorf("clean %s: %w", p.Name(), err)
+	}
+	doomed = append(doomed, strays...)
 	slices.Sort(doomed)
 	doomed = slices.Compact(doomed)
 	if err := pb.deleteAll(ctx, p, doomed); err != nil {
@@ -492,6 +546,24 @@ func (pb *Publisher) cleanup(ctx context.Context, p report.Period, m *report.Man
 	}
 	crashpoint.Hit(crashpoint.AfterCleanup)
 	return nil
+}
+
+// strayParts returns the manifest parts under p's manifest prefix that m
+// does not name: those of a replaced revision or of a publication that
+// did not reach its manifest.
+func (pb *Publisher) strayParts(ctx context.Context, p report.Period, m *report.Manifest) ([]string, error) {
+	objs, err := pb.Bucket.List(ctx, report.ManifestPrefix(p))
+	if err != nil {
+		return nil, err
+	}
+	keep := m.PartKeys()
+	var out []string
+	for _, o := range objs {
+		if report.IsPartKey(o.Key) && !keep[o.Key] {
+			out = append(out, o.Key)
+		}
+	}
+	return out, nil
 }
 
 func (pb *Publisher) readIntent(ctx context.Context, key string) (intent, error) {
