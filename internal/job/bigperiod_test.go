@@ -95,8 +95,9 @@ func TestBigPeriodPublishes(t *testing.T) {
 			t.Fatalf("recheck: %+v, want the period restated", res.Rechecks)
 		}
 		m2 := e.manifest(hour(0))
-		if m2.Revision != 2 || m2.Transactions != bigAgencies+1 || len(m2.Files) != 2*bigAgencies+3 { // + adjustments Parquet
-			t.Errorf("revision %d, transactions %d, %d objects; want 2, %d, %d", m2.Revision, m2.Transactions, len(m2.Files), bigAgencies+1, 2*bigAgencies+3)
+		// + the adjustments Parquet and the agency's adjustments CSV.
+		if m2.Revision != 2 || m2.Transactions != bigAgencies+1 || len(m2.Files) != 2*bigAgencies+4 {
+			t.Errorf("revision %d, transactions %d, %d objects; want 2, %d, %d", m2.Revision, m2.Transactions, len(m2.Files), bigAgencies+1, 2*bigAgencies+4)
 		}
 		e.checkSink()
 		verifyClean()
