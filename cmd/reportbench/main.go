@@ -3,7 +3,8 @@
 // its anonymous RSS sampled from /proc), the raw read of the same items,
 // ingest speed, the cost of the incremental read as the table grows
 // compared with a Scan + FilterExpression baseline on DynamoDB Local, and
-// the DynamoDB path at report.concurrency 1 and 8.
+// the DynamoDB path at report.concurrency 1 and 8, and one period of
+// 100,000 agencies (issue 15: its manifest, and the time to read it).
 //
 // It prints markdown tables and writes every figure as JSON. Run it with
 // scripts/bench.sh, which builds the binary and starts DynamoDB Local:
@@ -39,16 +40,20 @@ type sizes struct {
 	GrowthNew   int   `json:"growth_new"`
 	Concurrency int   `json:"concurrency"`
 	DDBIngest   int   `json:"ddb_ingest"`
+	// BigPeriod is the agencies of the bigperiod scenario's one period.
+	BigPeriod int `json:"big_period_agencies"`
 }
 
 var (
 	smallSizes = sizes{Run: []int{100_000, 300_000}, Ingest: []int{100_000, 300_000},
-		GrowthOld: []int{10_000, 100_000}, GrowthNew: 10_000, Concurrency: 20_000, DDBIngest: 20_000}
+		GrowthOld: []int{10_000, 100_000}, GrowthNew: 10_000, Concurrency: 20_000, DDBIngest: 20_000,
+		BigPeriod: 20_000}
 	fullSizes = sizes{Run: []int{100_000, 1_000_000, 5_000_000}, Ingest: []int{100_000, 1_000_000, 3_000_000},
-		GrowthOld: []int{10_000, 100_000, 1_000_000}, GrowthNew: 10_000, Concurrency: 200_000, DDBIngest: 100_000}
+		GrowthOld: []int{10_000, 100_000, 1_000_000}, GrowthNew: 10_000, Concurrency: 200_000, DDBIngest: 100_000,
+		BigPeriod: 100_000}
 )
 
-var scenarios = []string{"run", "ingest", "ddbingest", "growth", "concurrency"}
+var scenarios = []string{"run", "ingest", "ddbingest", "growth", "concurrency", "bigperiod"}
 
 // results is the JSON document.
 type results struct {
@@ -63,6 +68,7 @@ type results struct {
 	DDBIngest   []ddbIngestRow `json:"dynamodb_ingest,omitempty"`
 	Growth      []growthRow    `json:"growth,omitempty"`
 	Concurrency []concRow      `json:"concurrency,omitempty"`
+	BigPeriod   []bigPeriodRow `json:"big_period,omitempty"`
 	Skipped     []string       `json:"skipped,omitempty"`
 }
 
@@ -123,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			list = append(list, v)
 		}
-		sz = sizes{Run: list, Ingest: list, GrowthOld: list, GrowthNew: list[0], Concurrency: list[0], DDBIngest: list[0]}
+		sz = sizes{Run: list, Ingest: list, GrowthOld: list, GrowthNew: list[0], Concurrency: list[0], DDBIngest: list[0], BigPeriod: list[0]}
 		mode = "custom"
 	}
 	b.work = *work
@@ -158,6 +164,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{"ddbingest", true, func() error { return b.ddbIngest(ctx, sz.DDBIngest, []int{1, 4, 16}) }},
 		{"growth", true, func() error { return b.growth(ctx, sz.GrowthOld, sz.GrowthNew) }},
 		{"concurrency", true, func() error { return b.concurrency(ctx, sz.Concurrency) }},
+		{"bigperiod", false, func() error { return b.bigPeriod(ctx, sz.BigPeriod) }},
 	}
 	for _, st := range steps {
 		if !slices.Contains(want, st.name) {

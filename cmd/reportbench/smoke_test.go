@@ -22,7 +22,7 @@ func TestSmoke(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	only := "run,ingest"
+	only := "run,ingest,bigperiod"
 	if os.Getenv(ddbEnv) != "" {
 		only += ",ddbingest,growth,concurrency"
 	}
@@ -45,6 +45,9 @@ func TestSmoke(t *testing.T) {
 	// dedupe-window index.
 	if len(res.Run) != 3 || len(res.RawRead) != 1 || len(res.Ingest) != 2 {
 		t.Fatalf("results: %d runs, %d raw reads, %d ingests; want 3, 1, 2", len(res.Run), len(res.RawRead), len(res.Ingest))
+	}
+	if len(res.BigPeriod) != 1 || res.BigPeriod[0].Tx != 300 || res.BigPeriod[0].Objects != 4*300+2 || res.BigPeriod[0].ManifestBytes == 0 {
+		t.Errorf("big period rows %+v: want one of 300 agencies", res.BigPeriod)
 	}
 	if !res.Run[2].NoWindow || res.Run[0].NoWindow || res.Run[1].NoWindow {
 		t.Errorf("run rows: want only the third without the dedupe window: %v %v %v", res.Run[0].NoWindow, res.Run[1].NoWindow, res.Run[2].NoWindow)

@@ -251,11 +251,20 @@ func (e *env) objects() map[string]string {
 	return out
 }
 
+// manifest reads p's manifest whole, its parts included.
 func (e *env) manifest(p report.Period) *report.Manifest {
 	e.t.Helper()
-	m, err := report.ParseManifest([]byte(e.read(report.ManifestKey(p))))
+	return e.readManifest(report.ManifestKey(p))
+}
+
+func (e *env) readManifest(key string) *report.Manifest {
+	e.t.Helper()
+	m, err := report.ReadManifest(context.Background(), []byte(e.read(key)), func(ctx context.Context, key string) ([]byte, error) {
+		b, _, err := e.bucket.ReadAll(ctx, key, report.MaxPartBytes)
+		return b, err
+	})
 	if err != nil {
-		e.t.Fatal(err)
+		e.t.Fatalf("%s: %v", key, err)
 	}
 	return m
 }
@@ -286,7 +295,8 @@ func (e *env) remove(key string) {
 }
 
 // checkSink checks the sink's invariant: every object is a manifest or is
-// listed, with its size and SHA-256, by the manifest of its period; every
+// listed (or is a part named), with its size and SHA-256, by the manifest
+// of its period; every
 // listed object exists; no intent is left.
 func (e *env) checkSink() {
 	e.t.Helper()
@@ -296,9 +306,9 @@ func (e *env) checkSink() {
 		if !strings.HasSuffix(key, "/manifest.json") {
 			continue
 		}
-		m, err := report.ParseManifest([]byte(e.read(key)))
-		if err != nil {
-			e.t.Fatalf("%s: %v", key, err)
+		m := e.readManifest(key)
+		for _, part := range m.Parts {
+			listed[part.Key] = part.SHA256
 		}
 		for _, f := range m.Files {
 			if !strings.Contains(f.Key, "period="+m.Period().Name()+"/") {

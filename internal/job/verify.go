@@ -3,6 +3,7 @@ package job
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"time"
@@ -243,6 +244,7 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck, reprice bool) erro
 		for _, f := range cur.Manifest.Files {
 			listed[f.Key] = true
 		}
+		maps.Copy(listed, cur.Manifest.PartKeys())
 	}
 	var stale []publish.Problem
 	for _, pr := range pc.Problems {

@@ -24,6 +24,8 @@ import (
 //     agency folders included) that M does not list;
 //   - every object M does not list in the agency folders of P named by a
 //     pending intent (what interrupted publications uploaded there);
+//   - every manifest part under manifests/period=P/ that M does not name
+//     (a replaced revision's, an interrupted publication's);
 //
 // then the intents. It deletes the agency-folder objects first, the
 // dataset objects next and the intents last, so that a cleanup cut short
@@ -72,6 +74,13 @@ func (pb *Publisher) cleanup(ctx context.Context, p report.Period, m *report.Man
 		}
 		datasets = append(datasets, keys...)
 	}
+	// Manifest parts (report.Manifest.Parts) the manifest does not name:
+	// a replaced revision's, or an interrupted publication's.
+	strays, err := pb.strayParts(ctx, p, m)
+	if err != nil {
+		return fmt.Errorf("clean %s: %w", p.Name(), err)
+	}
+	datasets = append(datasets, strays...)
 	if !always && len(intents) == 0 && len(datasets) == 0 {
 		return nil
 	}
@@ -125,6 +134,24 @@ func (pb *Publisher) cleanup(ctx context.Context, p report.Period, m *report.Man
 	}
 	crashpoint.Hit(crashpoint.AfterCleanup)
 	return nil
+}
+
+// strayParts returns the manifest parts under p's manifest prefix that m
+// does not name: those of a replaced revision or of a publication that
+// did not reach its manifest.
+func (pb *Publisher) strayParts(ctx context.Context, p report.Period, m *report.Manifest) ([]string, error) {
+	objs, err := pb.Bucket.List(ctx, report.ManifestPrefix(p))
+	if err != nil {
+		return nil, err
+	}
+	keep := m.PartKeys()
+	var out []string
+	for _, o := range objs {
+		if report.IsPartKey(o.Key) && !keep[o.Key] {
+			out = append(out, o.Key)
+		}
+	}
+	return out, nil
 }
 
 // unlisted lists prefix and returns the keys there that keep lacks.

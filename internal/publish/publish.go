@@ -150,7 +150,7 @@ func (pb *Publisher) Current(ctx context.Context, p report.Period) (*Current, er
 	if err != nil {
 		return nil, fmt.Errorf("read the manifest of %s: %w", p.Name(), err)
 	}
-	m, err := report.ParseManifest(raw)
+	m, err := report.ReadManifest(ctx, raw, pb.readPart)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", pb.Bucket.URL(report.ManifestKey(p)), err)
 	}
@@ -159,6 +159,12 @@ func (pb *Publisher) Current(ctx context.Context, p report.Period) (*Current, er
 	}
 	cur.Manifest, cur.Raw, cur.ETag = m, raw, attrs.ETag
 	return cur, nil
+}
+
+// readPart reads a manifest part (report.PartReader).
+func (pb *Publisher) readPart(ctx context.Context, key string) ([]byte, error) {
+	raw, _, err := pb.Bucket.ReadAll(ctx, key, report.MaxPartBytes)
+	return raw, err
 }
 
 // intent is the body of manifests/period=P/pending-RUN.json.
@@ -425,8 +431,11 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 			}
 		}
 	}
-	body, err := m.Marshal()
+	body, parts, err := m.Encode()
 	if err != nil {
+		return err
+	}
+	if err := s.putParts(ctx, parts); err != nil {
 		return err
 	}
 	if err := pb.fence(); err != nil {
@@ -461,6 +470,31 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 	pb.Log.Debug("manifest written", logPeriod, p.Name(), "revision", m.Revision)
 	crashpoint.Hit(crashpoint.AfterManifest)
 	return pb.cleanup(ctx, p, m, s.intents(), true)
+}
+
+// putParts uploads the manifest's parts (report.Manifest.Encode) that the
+// current manifest does not name already, after the session's intent (so
+// that the parts of an interrupted publication are cleaned up).
+func (s *Session) putParts(ctx context.Context, parts []report.EncodedPart) error {
+	have := map[string]bool{}
+	if s.cur.Manifest != nil {
+		have = s.cur.Manifest.PartKeys()
+	}
+	for _, part := range parts {
+		if have[part.Key] {
+			continue
+		}
+		if err := s.pb.fence(); err != nil {
+			return fmt.Errorf("publish %s: %w", s.p.Name(), err)
+		}
+		if err := s.writeIntent(ctx, ""); err != nil {
+			return err
+		}
+		if _, err := s.pb.out().PutBytes(ctx, part.Key, part.Body, sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
+			return fmt.Errorf("publish %s: manifest part: %w", s.p.Name(), err)
+		}
+	}
+	return nil
 }
 
 // Close ends a publication that found nothing to publish (the rebuilt

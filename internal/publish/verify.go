@@ -39,7 +39,8 @@ func (p Problem) String() string {
 // every listed object exists with its size and SHA-256 (each is read
 // whole), and no other object remains under the period's dataset prefixes
 // and the agency folders named by the manifest, by the keys it replaced,
-// and by pending intents. cur.Manifest must not be nil.
+// and by pending intents, nor a manifest part it does not name.
+// cur.Manifest must not be nil.
 func (pb *Publisher) CheckObjects(ctx context.Context, cur *Current) ([]Problem, error) {
 	m, p := cur.Manifest, cur.Period
 	var out []Problem
@@ -83,6 +84,14 @@ func (pb *Publisher) CheckObjects(ctx context.Context, cur *Current) ([]Problem,
 				out = append(out, Problem{Kind: ProblemUnlisted, Key: o.Key})
 			}
 		}
+	}
+	// The manifest's own parts were checked when it was read.
+	strays, err := pb.strayParts(ctx, p, m)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", p.Name(), err)
+	}
+	for _, key := range strays {
+		out = append(out, Problem{Kind: ProblemUnlisted, Key: key})
 	}
 	return out, nil
 }

@@ -72,7 +72,13 @@ type Manifest struct {
 	// Absent from manifests written before rates were recorded.
 	Rates *pricing.Table `json:"rates,omitempty"`
 	// Files is every object of this revision but the manifest, by key.
+	// In manifest.json of layout ManifestFormatParts it holds the dataset
+	// objects only; ReadManifest adds those of the Parts.
 	Files []FileInfo `json:"files"`
+	// Parts are the part objects that hold the rest of Files and of
+	// ReplacedFiles, for a manifest too big to be one object (see
+	// ReadManifest); none in layout ManifestFormat.
+	Parts []ManifestPart `json:"parts,omitempty"`
 	// ReplacedFiles are the keys the previous revision listed and this one
 	// does not: deleted once this manifest was published.
 	ReplacedFiles []string `json:"replaced_files,omitempty"`
@@ -99,10 +105,18 @@ type FileInfo struct {
 	SHA256 string `json:"sha256"`
 }
 
-// Marshal returns the manifest's bytes: indented JSON and a newline. The
-// same manifest always gives the same bytes.
+// Marshal returns manifest.json's bytes (see Encode, which also returns
+// the parts a big manifest needs): indented JSON and a newline. The same
+// manifest always gives the same bytes.
 func (m *Manifest) Marshal() ([]byte, error) {
+	body, _, err := m.Encode()
+	return body, err
+}
+
+// marshal returns m's JSON with files and replaced as its lists.
+func (m *Manifest) marshal(files []FileInfo, replaced []string) ([]byte, error) {
 	c := *m
+	c.Files, c.ReplacedFiles = files, replaced
 	if c.Files == nil {
 		c.Files = []FileInfo{} // [] rather than null for an empty period
 	}
@@ -119,16 +133,22 @@ func (m *Manifest) Marshal() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// ParseManifest decodes a manifest and checks that it is one this tool
-// understands.
+// ParseManifest decodes manifest.json alone and checks that it is one this
+// tool understands. A manifest with Parts lists only its dataset objects in
+// Files: read a published manifest with ReadManifest.
 func ParseManifest(b []byte) (*Manifest, error) {
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("parse manifest: %w", err)
 	}
-	if m.Format != ManifestFormat {
-		return nil, fmt.Errorf("parse manifest: format %q, want %q", m.Format, ManifestFormat)
+	switch {
+	case m.Format == ManifestFormat && len(m.Parts) == 0:
+	case m.Format == ManifestFormatParts && len(m.Parts) > 0:
+	case m.Format == ManifestFormat || m.Format == ManifestFormatParts:
+		return nil, fmt.Errorf("parse manifest: format %q with %d parts", m.Format, len(m.Parts))
+	default:
+		return nil, fmt.Errorf("parse manifest: format %q, want %q or %q", m.Format, ManifestFormat, ManifestFormatParts)
 	}
 	if m.Revision < 1 {
 		return nil, fmt.Errorf("parse manifest: revision %d, want >= 1", m.Revision)
