@@ -107,12 +107,10 @@ func TestClaimsFencedPerClaim(t *testing.T) {
 // it, and its claim must not make a later identical copy a duplicate of a
 // billing that never happened.
 //
-// Known to fail (issue 15, suspected point): the rerun releases only the
+// Before the fix (issue 15, suspected point) the rerun released only the
 // ids of the period's last committed list, so the failed run's claim of
-// id-00000 stays and the copy in the next period is dropped. See
-// docs-notes/dedupe.md for the fix this needs.
+// id-00000 stayed and the copy in the next period was dropped.
 func TestClaimsOfAFailedRunReleased(t *testing.T) {
-	t.Skip("known bug, issue 15 suspected point: claims of a failed run are not released (docs-notes/dedupe.md)")
 	s := openStore(t)
 	const n = 10_100 // past the embedded index's batch of 10,000 claims
 	var items []item.Item

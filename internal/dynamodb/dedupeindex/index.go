@@ -41,6 +41,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
@@ -419,4 +420,9 @@ func clip(s string) string {
 		return s[:300] + "..."
 	}
 	return s
+}
+
+// Previous implements collect.ClaimWriter.
+func (w *claimWriter) Previous() iter.Seq2[string, error] {
+	return w.ix.PeriodIDs(w.ctx, w.job, w.period)
 }
