@@ -103,12 +103,12 @@ type claimWriter struct {
 	// failed are the generations of writers that started before this one
 	// and never committed, when it started.
 	failed []uint64
-	count   uint64
-	last    string
-	adds    []pendingAdd
-	rels    []string
-	err     error // sticky: the first failure
-	done    bool
+	count  uint64
+	last   string
+	adds   []pendingAdd
+	rels   []string
+	err    error // sticky: the first failure
+	done   bool
 	// writing receives the outcome of the batch being written, nil when
 	// none is.
 	writing chan error
