@@ -255,7 +255,7 @@ func (d *deduper) startClaims(ctx context.Context) error {
 		return fmt.Errorf("write the dedupe index: %w", err)
 	}
 	d.cw = cw
-	next, stop := iter.Pull2(d.o.Index.PeriodIDs(ctx, d.o.Job, p.Start))
+	next, stop := iter.Pull2(cw.Previous())
 	d.oldIDs, d.stopOld = next, stop
 	return d.advanceOld()
 }
@@ -269,8 +269,9 @@ func (d *deduper) advanceOld() error {
 	return nil
 }
 
-// releaseBefore releases the previous claims of the period with an id
-// below id (ids it no longer bills) and skips id itself.
+// releaseBefore releases the previous claims of the period (committed or
+// left by a failed run: ClaimWriter.Previous) with an id below id (ids it
+// no longer bills) and skips id itself.
 func (d *deduper) releaseBefore(id string) error {
 	for d.oldValid && d.oldNext <= id {
 		if d.oldNext < id {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,10 @@ import (
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/dynamodb/batch"
+	"github.com/reportjob/reportjob/internal/dynamodb/ddbtest"
+	"github.com/reportjob/reportjob/internal/dynamodb/dedupeindex"
+	"github.com/reportjob/reportjob/internal/embedded"
 	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/keys"
 	"github.com/reportjob/reportjob/internal/report"
@@ -107,13 +112,33 @@ func TestClaimsFencedPerClaim(t *testing.T) {
 // it, and its claim must not make a later identical copy a duplicate of a
 // billing that never happened.
 //
-// Known to fail (issue 15, suspected point): the rerun releases only the
+// Before the fix (issue 15, suspected point) the rerun released only the
 // ids of the period's last committed list, so the failed run's claim of
-// id-00000 stays and the copy in the next period is dropped. See
-// docs-notes/dedupe.md for the fix this needs.
+// id-00000 stayed and the copy in the next period was dropped.
 func TestClaimsOfAFailedRunReleased(t *testing.T) {
-	t.Skip("known bug, issue 15 suspected point: claims of a failed run are not released (docs-notes/dedupe.md)")
-	s := openStore(t)
+	for _, store := range []string{"embedded", "dynamodb"} {
+		t.Run(store, func(t *testing.T) {
+			s := openStore(t)
+			var index collect.Index = s
+			if store == "dynamodb" {
+				index = dynamoIndex(t) // skips without DynamoDB Local
+			}
+			testClaimsOfAFailedRunReleased(t, s, index)
+		})
+	}
+}
+
+// dynamoIndex returns the DynamoDB dedupe index on a fresh state table of
+// DynamoDB Local, or skips the test.
+func dynamoIndex(t *testing.T) collect.Index {
+	api := ddbtest.Client(t)
+	log := slog.New(slog.DiscardHandler)
+	b := &batch.Retrier{API: api, Deadline: 2 * time.Minute, RetryBase: 50 * time.Millisecond,
+		RetryCap: 5 * time.Second, Concurrency: 4, Logger: log}
+	return dedupeindex.New(api, ddbtest.StateTable(t), b, log)
+}
+
+func testClaimsOfAFailedRunReleased(t *testing.T, s *embedded.Store, index collect.Index) {
 	const n = 10_100 // past the embedded index's batch of 10,000 claims
 	var items []item.Item
 	for i := range n {
@@ -126,7 +151,7 @@ func TestClaimsOfAFailedRunReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	x := &fencedIndex{Index: s, lostAt: n - 10}
+	x := &fencedIndex{Index: index, lostAt: n - 10}
 	fence := func() error {
 		if x.lost.Load() {
 			return checkpoint.ErrLeaseLost
@@ -144,11 +169,11 @@ func TestClaimsOfAFailedRunReleased(t *testing.T) {
 	if err := s.DeleteItem(ctx, pk, sk); err != nil {
 		t.Fatal(err)
 	}
-	if o := run(t, s, p10, s, true); len(o.billed) != n-1 {
+	if o := run(t, s, p10, index, true); len(o.billed) != n-1 {
 		t.Fatalf("the rerun billed %d, want %d", len(o.billed), n-1)
 	}
 	put(t, s, tx("id-00000", "a", 100, p11.Start))
-	if o := run(t, s, p11, s, true); !slices.Equal(o.billed, []string{"id-00000"}) {
+	if o := run(t, s, p11, index, true); !slices.Equal(o.billed, []string{"id-00000"}) {
 		t.Errorf("the next hour billed %v (duplicates across periods %d), want id-00000: the failed run's claim counts as a billing",
 			o.billed, o.stats.DuplicatesAcrossPeriods)
 	}

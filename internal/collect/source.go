@@ -127,10 +127,11 @@ type Index interface {
 }
 
 // ClaimWriter replaces one period's claims. Until Commit, the period's
-// previous id list (PeriodIDs) stays in force; by-id claims written by Put
+// previous id list (PeriodIDs) stays in force; by-id claims written by Add
 // and removed by Release take effect as they are written (a crash may leave
 // some of them: the next writer of the period repairs them, since it
-// recomputes every claim of the period and releases what is gone).
+// recomputes every claim of the period and releases, of the ids Previous
+// yields, what is gone).
 // Exactly one of Commit or Abort must be called. A ClaimWriter is not safe
 // for concurrent use.
 type ClaimWriter interface {
@@ -144,10 +145,25 @@ type ClaimWriter interface {
 	// Release removes id's by-id claim if it is still this period's (an
 	// id the period billed before and no longer bills). Any order.
 	Release(id string) error
+	// Previous yields, in ascending byte order and each once, every id
+	// whose by-id claim an earlier writer of the period may have stored:
+	// the period's last committed list (PeriodIDs) and the ids of every
+	// writer that started before this one and never committed (it crashed,
+	// failed or lost its lease after some of its claims were written).
+	// This is the one place that decides which claims a period's next
+	// writer must reconsider: a store puts each id in a list that Previous
+	// of the next writer reads before it stores the id's claim, so no claim
+	// outlives a failed run. The caller releases the ids it no longer
+	// bills; Commit then drops the lists of those failed writers. Called
+	// at most once, before Commit or Abort; a yielded error ends the
+	// sequence.
+	Previous() iter.Seq2[string, error]
 	// Commit flushes what is pending and makes the ids added the period's
 	// id list, replacing the previous one, atomically.
 	Commit() error
-	// Abort drops what was not written yet; the previous id list stays.
+	// Abort drops what was not written yet; the previous id list stays,
+	// and the ids whose claims were written stay listed for the next
+	// writer's Previous.
 	Abort()
 }
 

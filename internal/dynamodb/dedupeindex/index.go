@@ -16,15 +16,19 @@
 //	    chunks      N  number of chunks
 //	    count       N  number of ids
 //	    expires_at  N  Unix s (Time to Live)
+//	    pending     NS generations of the writers registered and not
+//	                   committed (see pending.go); a head with only
+//	                   pending and expires_at holds no list
 //	job = "<job>#period#<start ms>#<gen>#<n>"  chunk n (from 0) of a list
 //	    ids         B  zstd of the ids in ascending byte order, each as
 //	                   uvarint length + bytes; at most ~350 KB
 //	    expires_at  N
 //
 // Lookup is BatchGetItem by key, never a Scan or Query. A ClaimWriter
-// writes claims and chunks with BatchWriteItem as it goes, then the head
-// (the atomic switch to the new generation), then deletes the previous
-// generation's chunks. Since each writer's generation is its own, the
+// registers its generation in the head, writes each chunk (PutItem) before
+// the claims of its ids (BatchWriteItem) as it goes, then the head (the
+// atomic switch to the new generation), then deletes the previous
+// generation's chunks and those of the failed writers it released. Since each writer's generation is its own, the
 // chunks of two writers of one period (which the lease should prevent)
 // never mix: the head names one writer's complete list. Expired items are
 // left to Time to Live, which DynamoDB applies by its own (wall) clock,
@@ -65,6 +69,7 @@ var _ collect.Index = (*Index)(nil)
 type API interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
@@ -241,9 +246,10 @@ func checkPeriod(p report.Period, expires time.Time) error {
 	return nil
 }
 
-// NewClaimWriter implements collect.Index. It reads the period's list head
-// (to know the generation it replaces); sweep is not used, since expired
-// items are left to Time to Live.
+// NewClaimWriter implements collect.Index. It registers the writer's
+// generation in the period's list head (one UpdateItem that also returns
+// the generation it replaces and the writers pending); sweep is not used,
+// since expired items are left to Time to Live.
 func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period, expires, sweep time.Time) (collect.ClaimWriter, error) {
 	period := p.Start
 	if err := collect.CheckJob(job); err != nil {
@@ -252,23 +258,23 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 	if err := checkPeriod(p, expires); err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
 	}
-	old, found, err := ix.getHead(ctx, job, period)
+	gen := newGen(0)
+	old, found, err := ix.register(ctx, job, period, gen, expires.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q period %s: %w", job, attr.FormatTime(period), err)
 	}
 	w := &claimWriter{
 		ix: ix, ctx: ctx, job: job, period: period.UTC(),
 		periodN: attr.Millis(period), endN: attr.Millis(p.End), expiresN: attr.N(expires.Unix()),
-		old: old, hadOld: found, gen: newGen(old.gen),
+		old: old, hadOld: found, gen: gen, read: map[int64]int64{},
 		out: ix.batch.NewAsyncWriter(ctx, ix.table),
 	}
-	w.list = newListChunker(func(data []byte) error {
-		key := chunkKey(job, w.period, w.gen, w.chunks)
-		w.chunks++
-		return w.out.Put(types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-			attr.Job: attr.S(key), attrIDs: attr.B(data), attrExpiresAt: w.expiresN,
-		}}}, len(key)+len(data)+64)
-	})
+	for _, g := range old.pending {
+		if g != gen {
+			w.failed = append(w.failed, g)
+		}
+	}
+	w.list = newListChunker(w.putChunk)
 	return w, nil
 }
 
@@ -292,6 +298,12 @@ type claimWriter struct {
 	old           head // the list being replaced
 	hadOld        bool
 	gen           int64 // generation written: this writer's own
+	// failed are the other writers pending when this one registered;
+	// read maps those whose list Previous read to the end to the chunks
+	// it read.
+	failed        []int64
+	read          map[int64]int64
+	held          []heldClaim // claims waiting for their chunk
 	out           *batch.AsyncWriter
 	list          *listChunker
 	chunks, count int64 // chunks started, ids added
@@ -314,10 +326,10 @@ func (w *claimWriter) usable() error {
 	return w.err
 }
 
-// Add implements collect.ClaimWriter. Claims and full chunks of the list
-// are written in the background, batch.Retrier.Concurrency batches at a
-// time; a
-// failure is returned by a later call.
+// Add implements collect.ClaimWriter. A full chunk of the list is written
+// at once, then the claims of its ids in the background,
+// batch.Retrier.Concurrency batches at a time; a failure is returned by a
+// later call.
 func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
 	if err := w.usable(); err != nil {
 		return err
@@ -330,16 +342,17 @@ func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
 	}
 	w.last = id
 	w.count++
-	if err := w.list.add(id); err != nil {
-		return w.fail(err)
+	if write {
+		w.held = append(w.held, heldClaim{id, fp})
 	}
-	if !write {
-		return nil
+	chunks := w.chunks
+	err := w.list.add(id)
+	if err == nil && w.chunks == chunks && len(w.held) >= heldMax {
+		err = w.list.flush()
 	}
-	key := claimKey(w.job, id)
-	err := w.out.Put(types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-		attr.Job: attr.S(key), attrPeriod: w.periodN, attrPeriodEnd: w.endN, attrFP: attr.B(fp[:]), attrExpiresAt: w.expiresN,
-	}}}, len(key)+80)
+	if err == nil && w.chunks != chunks {
+		err = w.releaseHeld()
+	}
 	if err != nil {
 		return w.fail(err)
 	}
@@ -372,10 +385,12 @@ func (w *claimWriter) Release(id string) error {
 
 // Commit implements collect.ClaimWriter: it writes the last chunk, waits
 // for every claim and chunk, then puts the head, conditional on the head
-// being the one NewClaimWriter read (a concurrent writer fails it), and
-// deletes the replaced generation's chunks (best effort: a failure is
-// logged, and Time to Live removes them later). A Commit that fails before
-// the head write leaves the previous list in force.
+// being the one NewClaimWriter read (a concurrent writer's Commit fails
+// it), removing this writer and the failed ones whose lists Previous read
+// from the pending set, and deletes the replaced generation's chunks and theirs (best
+// effort: a failure is logged, and Time to Live removes them later). A
+// Commit that fails before the head write leaves the previous list in
+// force, and this writer pending.
 func (w *claimWriter) Commit() error {
 	if err := w.usable(); err != nil {
 		return err
@@ -383,34 +398,41 @@ func (w *claimWriter) Commit() error {
 	w.done = true
 	err := w.list.flush()
 	if err == nil {
+		err = w.releaseHeld()
+	}
+	if err == nil {
 		err = w.out.Flush()
 	}
 	if err != nil {
-		// The head still names the previous generation: drop this one.
+		// The head still names the previous generation, and this one
+		// stays pending: the next writer releases its claims.
 		w.out.Wait()
-		w.ix.deleteChunks(w.ctx, w.job, w.period, w.gen, 0, w.chunks)
 		return w.fail(err)
 	}
 	h := head{gen: w.gen, chunks: w.chunks, count: w.count}
-	if err := w.ix.putHead(w.ctx, w.job, w.period, h, w.expiresN, w.old, w.hadOld); err != nil {
+	if err := w.ix.putHead(w.ctx, w.job, w.period, h, w.expiresN, w.old, w.hadOld, w.released()); err != nil {
 		return w.fail(err)
 	}
 	if w.hadOld {
 		w.ix.deleteChunks(w.ctx, w.job, w.period, w.old.gen, 0, w.old.chunks)
 	}
+	for g, n := range w.read {
+		w.ix.deleteChunks(w.ctx, w.job, w.period, g, 0, n)
+	}
 	return nil
 }
 
 // Abort implements collect.ClaimWriter. It waits for the writes in flight
-// and deletes the chunks of the new generation already written (best
-// effort). It does nothing after Commit or Abort.
+// and drops the claims held back. The chunks written stay, and the writer
+// stays pending in the head: the next writer of the period reads them and
+// releases the claims written. It does nothing after Commit or Abort.
 func (w *claimWriter) Abort() {
 	if w.done {
 		return
 	}
 	w.done = true
 	w.out.Wait()
-	w.ix.deleteChunks(w.ctx, w.job, w.period, w.gen, 0, w.chunks)
+	w.held = nil
 }
 
 // clip shortens s for an error message.

@@ -231,8 +231,8 @@ func TestIndexWriterWriteFails(t *testing.T) {
 	}
 }
 
-// ixLostPut performs a conditional PutItem twice and returns the second
-// result, as an SDK retry after a lost response does; noOld also drops
+// ixLostPut performs a conditional PutItem or UpdateItem (the head's
+// commit) twice and returns the second result, as an SDK retry after a lost response does; noOld also drops
 // the item returned with a failed condition.
 type ixLostPut struct {
 	clientAPI
@@ -246,6 +246,20 @@ func (a ixLostPut) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts 
 		}
 	}
 	out, err := a.clientAPI.PutItem(ctx, in, opts...)
+	var ccf *types.ConditionalCheckFailedException
+	if a.noOld && errors.As(err, &ccf) {
+		ccf.Item = nil
+	}
+	return out, err
+}
+
+func (a ixLostPut) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if in.ConditionExpression != nil {
+		if _, err := a.clientAPI.UpdateItem(ctx, in, opts...); err != nil {
+			return nil, err
+		}
+	}
+	out, err := a.clientAPI.UpdateItem(ctx, in, opts...)
 	var ccf *types.ConditionalCheckFailedException
 	if a.noOld && errors.As(err, &ccf) {
 		ccf.Item = nil

@@ -261,31 +261,65 @@ func TestIndexPeriodIDsMissingChunk(t *testing.T) {
 	}
 }
 
-func TestIndexAbortDeletesNewChunks(t *testing.T) {
+// TestIndexAbortKeepsListPending: an aborted writer's chunks stay, and it
+// stays pending in the head (which holds no list), so that the next writer
+// reads its ids (Previous); that writer's Commit deletes them and clears
+// the pending set. Before, Abort deleted the chunks and left the claims
+// written unlisted.
+func TestIndexAbortKeepsListPending(t *testing.T) {
 	s := newIndex(t, nil)
 	w, err := s.NewClaimWriter(t.Context(), ixJob, hourOf(ixP0), ixExp, ixNow)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range ixRandomIDs(30_000, 24, 4) {
-		if err := w.Add(id, indextest.FP(id, 0), false); err != nil {
+	ids := ixRandomIDs(30_000, 24, 4)
+	for _, id := range ids {
+		if err := w.Add(id, indextest.FP(id, 0), true); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cw := w.(*claimWriter)
-	if err := cw.out.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if cw.chunks < 1 || !ixExists(t, s, chunkKey(ixJob, ixP0, cw.gen, 0)) {
+	if cw.chunks < 1 {
 		t.Fatalf("%d chunks written before Abort, want some", cw.chunks)
 	}
 	w.Abort()
 	for n := range cw.chunks {
-		if ixExists(t, s, chunkKey(ixJob, ixP0, cw.gen, n)) {
-			t.Errorf("chunk %d still there after Abort", n)
+		if !ixExists(t, s, chunkKey(ixJob, ixP0, cw.gen, n)) {
+			t.Errorf("chunk %d gone after Abort", n)
 		}
 	}
-	if ixExists(t, s, headKey(ixJob, ixP0)) {
-		t.Error("Abort wrote a head")
+	if h, found, err := s.getHead(t.Context(), ixJob, ixP0); err != nil || found || !slices.Equal(h.pending, []int64{cw.gen}) {
+		t.Errorf("head after Abort = %+v, list %v, %v; want no list, writer %d pending", h, found, err, cw.gen)
+	}
+	if got, err := ixRead(t, s); err != nil || len(got) != 0 {
+		t.Errorf("PeriodIDs after Abort = %d ids, %v; want none", len(got), err)
+	}
+
+	w2, err := s.NewClaimWriter(t.Context(), ixJob, hourOf(ixP0), ixExp, ixNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev []string
+	for id, err := range w2.Previous() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = append(prev, id)
+	}
+	// Every id written in a chunk; the claims held for the last one were
+	// dropped by Abort.
+	if n := len(prev); n == 0 || n > len(ids) || !slices.Equal(prev, ids[:n]) {
+		t.Errorf("Previous = %d ids, want the first of the aborted writer's %d", n, len(ids))
+	}
+	if err := w2.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for n := range cw.chunks {
+		if ixExists(t, s, chunkKey(ixJob, ixP0, cw.gen, n)) {
+			t.Errorf("chunk %d of the aborted writer still there after the next Commit", n)
+		}
+	}
+	if h, found, err := s.getHead(t.Context(), ixJob, ixP0); err != nil || !found || len(h.pending) != 0 {
+		t.Errorf("head after the next Commit = %+v, list %v, %v; want a list, none pending", h, found, err)
 	}
 }

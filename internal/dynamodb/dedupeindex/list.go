@@ -114,13 +114,18 @@ func midEntry(raw []byte) int {
 	return 0
 }
 
-// head is a period list's head item.
+// head is a period list's head item. An item with no gen holds no list,
+// only pending writers.
 type head struct {
 	gen, chunks, count int64
 	expires            int64 // Unix s
+	// pending are the generations of the writers that registered and
+	// have not committed (see register).
+	pending []int64
 }
 
-// getHead reads the head of the period's list (strongly consistent).
+// getHead reads the head of the period's list (strongly consistent); found
+// is whether it holds a committed list.
 func (ix *Index) getHead(ctx context.Context, job string, period time.Time) (head, bool, error) {
 	key := headKey(job, period)
 	out, err := ix.api.GetItem(ctx, &dynamodb.GetItemInput{
@@ -134,53 +139,79 @@ func (ix *Index) getHead(ctx context.Context, job string, period time.Time) (hea
 	if out.Item == nil {
 		return head{}, false, nil
 	}
-	h, err := ix.parseHead(key, out.Item)
-	return h, err == nil, err
+	return ix.parseHead(key, out.Item)
 }
 
-func (ix *Index) parseHead(key string, av map[string]types.AttributeValue) (head, error) {
-	var h head
+// parseHead decodes a head item; found is whether it holds a committed
+// list (a gen).
+func (ix *Index) parseHead(key string, av map[string]types.AttributeValue) (h head, found bool, err error) {
+	if v, ok := av[attrPending]; ok {
+		ns, ok := v.(*types.AttributeValueMemberNS)
+		if !ok {
+			return head{}, false, fmt.Errorf("table %q: period list head %q: attribute %s = %v, want a number set (NS)", ix.table, key, attrPending, v)
+		}
+		for _, n := range ns.Value {
+			g, err := strconv.ParseInt(n, 10, 64)
+			if err != nil {
+				return head{}, false, fmt.Errorf("table %q: period list head %q: pending generation %q: %w", ix.table, key, n, err)
+			}
+			h.pending = append(h.pending, g)
+		}
+	}
+	if _, ok := av[attrGen]; !ok {
+		if _, ok := av[attrExpiresAt]; ok {
+			if h.expires, err = intAttr(av, attrExpiresAt); err != nil {
+				return head{}, false, fmt.Errorf("table %q: period list head %q: %w", ix.table, key, err)
+			}
+		}
+		return h, false, nil
+	}
 	for _, f := range []struct {
 		name string
 		v    *int64
 	}{{attrGen, &h.gen}, {attrChunks, &h.chunks}, {attrCount, &h.count}, {attrExpiresAt, &h.expires}} {
 		n, err := intAttr(av, f.name)
 		if err != nil {
-			return head{}, fmt.Errorf("table %q: period list head %q: %w", ix.table, key, err)
+			return head{}, false, fmt.Errorf("table %q: period list head %q: %w", ix.table, key, err)
 		}
 		*f.v = n
 	}
 	if h.gen < 1 || h.chunks < 0 || h.count < h.chunks {
-		return head{}, fmt.Errorf("table %q: period list head %q: gen %d, chunks %d, count %d make no sense",
+		return head{}, false, fmt.Errorf("table %q: period list head %q: gen %d, chunks %d, count %d make no sense",
 			ix.table, key, h.gen, h.chunks, h.count)
 	}
-	return h, nil
+	return h, true, nil
 }
 
-// putHead writes h as the head of the period's list, conditional on the
-// stored head being old (or absent when hadOld is false, or deleted by Time
-// to Live since). A retry of a write that succeeded but whose response was
-// lost finds its own generation and succeeds.
-func (ix *Index) putHead(ctx context.Context, job string, period time.Time, h head, expires types.AttributeValue, old head, hadOld bool) error {
+// putHead makes h the period's list (one UpdateItem), conditional on the
+// stored head holding old (no list when hadOld is false; or deleted by
+// Time to Live since): a writer that committed since fails it. It removes
+// done (this writer and the failed ones whose lists it released) from the
+// pending set; writers that registered since stay pending. A retry of a
+// write that succeeded but whose response was lost finds its own
+// generation and succeeds.
+func (ix *Index) putHead(ctx context.Context, job string, period time.Time, h head, expires types.AttributeValue, old head, hadOld bool, done []int64) error {
 	key := headKey(job, period)
-	in := &dynamodb.PutItemInput{
-		TableName: aws.String(ix.table),
-		Item: map[string]types.AttributeValue{
-			attr.Job: attr.S(key), attrGen: attr.N(h.gen), attrChunks: attr.N(h.chunks), attrCount: attr.N(h.count),
-			attrExpiresAt: expires,
+	in := &dynamodb.UpdateItemInput{
+		TableName:        aws.String(ix.table),
+		Key:              attr.JobKey(key),
+		UpdateExpression: aws.String("SET #g = :ng, #c = :c, #n = :n, #e = :e DELETE #pd :done"),
+		ExpressionAttributeNames: map[string]string{
+			"#j": attr.Job, "#g": attrGen, "#c": attrChunks, "#n": attrCount, "#e": attrExpiresAt, "#pd": attrPending,
 		},
-		ConditionExpression:                 aws.String("attribute_not_exists(#j)"),
-		ExpressionAttributeNames:            map[string]string{"#j": attr.Job},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":ng": attr.N(h.gen), ":c": attr.N(h.chunks), ":n": attr.N(h.count), ":e": expires, ":done": pendingSet(done...),
+		},
+		ConditionExpression:                 aws.String("attribute_not_exists(#j) OR attribute_not_exists(#g)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	want := "none"
 	if hadOld {
 		in.ConditionExpression = aws.String("attribute_not_exists(#j) OR #g = :g")
-		in.ExpressionAttributeNames["#g"] = attrGen
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":g": attr.N(old.gen)}
+		in.ExpressionAttributeValues[":g"] = attr.N(old.gen)
 		want = "generation " + strconv.FormatInt(old.gen, 10)
 	}
-	_, err := ix.api.PutItem(ctx, in)
+	_, err := ix.api.UpdateItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
 		if err != nil {
@@ -248,28 +279,53 @@ func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) it
 		if !found || h.expires <= ix.clock().Unix() {
 			return
 		}
+		for id, err := range ix.listIDs(ctx, job, period, h.gen, h.chunks, h.count, nil) {
+			if err != nil {
+				fail(err)
+				return
+			}
+			if !yield(id, nil) {
+				return
+			}
+		}
+	}
+}
+
+// listIDs yields the ids of generation gen's list, reading its chunks one
+// at a time (strongly consistent GetItem), holding one chunk in memory.
+// With chunks < 0 (a writer that never committed) it reads chunks until
+// one is missing, and calls done with how many it read when it got to the
+// end; otherwise a missing chunk is an error, and so is a count other than
+// count. A corrupt chunk or ids out of order is an error.
+func (ix *Index) listIDs(ctx context.Context, job string, period time.Time, gen, chunks, count int64, done func(chunks int64)) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
 		var (
 			last string
 			n    int64
 			raw  []byte
+			err  error
 		)
-		for c := range h.chunks {
-			key := chunkKey(job, period, h.gen, c)
+		c := int64(0)
+		for ; chunks < 0 || c < chunks; c++ {
+			key := chunkKey(job, period, gen, c)
 			raw, err = ix.getChunk(ctx, key, raw[:0])
+			if chunks < 0 && errors.Is(err, errChunkMissing) {
+				break
+			}
 			if err != nil {
-				fail(err)
+				yield("", err)
 				return
 			}
 			for off := 0; off < len(raw); {
 				l, k := binary.Uvarint(raw[off:])
 				if k <= 0 || l > uint64(len(raw)-off-k) {
-					fail(fmt.Errorf("chunk %q: corrupt at byte %d", key, off))
+					yield("", fmt.Errorf("chunk %q: corrupt at byte %d", key, off))
 					return
 				}
 				id := string(raw[off+k : off+k+int(l)])
 				off += k + int(l)
 				if n > 0 && id <= last {
-					fail(fmt.Errorf("chunk %q: id %q after %q, want ascending", key, clip(id), clip(last)))
+					yield("", fmt.Errorf("chunk %q: id %q after %q, want ascending", key, clip(id), clip(last)))
 					return
 				}
 				last = id
@@ -279,11 +335,18 @@ func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) it
 				}
 			}
 		}
-		if n != h.count {
-			fail(fmt.Errorf("list has %d ids, its head says %d", n, h.count))
+		if chunks >= 0 && n != count {
+			yield("", fmt.Errorf("list has %d ids, its head says %d", n, count))
+			return
+		}
+		if done != nil {
+			done(c)
 		}
 	}
 }
+
+// errChunkMissing: a chunk of a list is not in the table.
+var errChunkMissing = errors.New("chunk is missing")
 
 // getChunk reads and decompresses one chunk, appending to raw.
 func (ix *Index) getChunk(ctx context.Context, key string, raw []byte) ([]byte, error) {
@@ -298,7 +361,7 @@ func (ix *Index) getChunk(ctx context.Context, key string, raw []byte) ([]byte, 
 		return nil, fmt.Errorf("get chunk %q: %w", key, err)
 	}
 	if out.Item == nil {
-		return nil, fmt.Errorf("chunk %q is missing", key)
+		return nil, fmt.Errorf("chunk %q: %w", key, errChunkMissing)
 	}
 	b, ok := out.Item[attrIDs].(*types.AttributeValueMemberB)
 	if !ok {

@@ -298,21 +298,7 @@ func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) it
 				if b == nil {
 					return fmt.Errorf("generation %d of the list is missing", gen)
 				}
-				c := b.Cursor()
-				k, _ := c.First()
-				if after != nil {
-					k, _ = c.Seek(after)
-					if k != nil && bytes.Equal(k, after) {
-						k, _ = c.Next()
-					}
-				}
-				for ; k != nil; k, _ = c.Next() {
-					if len(page) == periodIDsPage {
-						more = true
-						break
-					}
-					page = append(page, string(k))
-				}
+				page, more = readPage(b, after, page)
 				return nil
 			})
 			if err != nil {
@@ -334,6 +320,26 @@ func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) it
 			fail(fmt.Errorf("list of generation %d has %d ids, its head says %d", gen, n, count))
 		}
 	}
+}
+
+// readPage appends to page up to periodIDsPage keys of list after after
+// (from the first when nil), and reports whether more follow.
+func readPage(list *bolt.Bucket, after []byte, page []string) ([]string, bool) {
+	c := list.Cursor()
+	k, _ := c.First()
+	if after != nil {
+		k, _ = c.Seek(after)
+		if k != nil && bytes.Equal(k, after) {
+			k, _ = c.Next()
+		}
+	}
+	for ; k != nil; k, _ = c.Next() {
+		if len(page) == periodIDsPage {
+			return page, true
+		}
+		page = append(page, string(k))
+	}
+	return page, false
 }
 
 // timeLayout is RFC 3339 with exactly three fraction digits, as the

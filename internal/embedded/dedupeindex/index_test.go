@@ -275,3 +275,34 @@ func openIndex(t testing.TB, path string) *Index {
 	t.Cleanup(func() { _ = db.Close() })
 	return New(db, path)
 }
+
+// TestIndexSweepFailedWriter: the sweep of an expired list also deletes
+// the claims of the period's writers that never committed, and their
+// lists.
+func TestIndexSweepFailedWriter(t *testing.T) {
+	ixSmallBatches(t, 3, 1000)
+	s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
+	now := sweepP1.Add(2 * time.Hour)
+	ixCommit(t, s, sweepJob, sweepP0, sweepE0, now, true, "a")
+	w, err := s.NewClaimWriter(t.Context(), sweepJob, hourOf(sweepP0), sweepE0, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := []string{"f1", "f2", "f3", "f4", "f5", "f6", "f7"}
+	for _, id := range failed {
+		if err := w.Add(id, indextest.FP(id, 0), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Abort()
+	if got := ixClaimPeriods(t, s, sweepJob, failed...); len(got) < 6 {
+		t.Fatalf("the failed writer stored %d claims, want at least 6", len(got))
+	}
+	ixCommit(t, s, sweepJob, sweepP1, sweepE1, sweepE0, true, "h")
+	if got := ixClaimPeriods(t, s, sweepJob, append([]string{"a"}, failed...)...); len(got) != 0 {
+		t.Errorf("claims after the sweep = %v, want none of period %s", got, sweepP0)
+	}
+	if claims, heads, expiry, lists := ixKeys(t, s, sweepJob); claims != 1 || heads != 1 || expiry != 1 || lists != 1 {
+		t.Errorf("after the sweep: %d claims, %d heads, %d expiry keys, %d lists; want 1 each (period %s's)", claims, heads, expiry, lists, sweepP1)
+	}
+}

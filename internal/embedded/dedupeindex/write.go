@@ -56,10 +56,22 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 			return err
 		}
 		// Past every generation, also those of writers that never
-		// committed (their buckets go at the next Commit or sweep).
+		// committed: their lists are Previous's to read, and go at this
+		// writer's Commit.
 		w.gen = w.old.gen + 1
-		if k, _ := gens.Cursor().Last(); k != nil && len(k) == 8 {
-			w.gen = max(w.gen, binary.BigEndian.Uint64(k)+1)
+		err = gens.ForEachBucket(func(k []byte) error {
+			if len(k) != 8 {
+				return fmt.Errorf("corrupt generation key %x", k)
+			}
+			g := binary.BigEndian.Uint64(k)
+			w.gen = max(w.gen, g+1)
+			if !w.hadOld || g != w.old.gen {
+				w.failed = append(w.failed, g)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		_, err = gens.CreateBucket(genKey(w.gen))
 		return err
@@ -74,7 +86,9 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 // indexBatch adds and releases and writes them in one transaction, in the
 // background: the caller goes on filling the next batch meanwhile (at most
 // one batch is being written). A failed write is reported by the next Add,
-// Release or Commit.
+// Release or Commit. Each id goes into the writer's generation bucket in
+// the transaction that writes its claim, so a writer that never commits
+// leaves every claim it wrote listed there, for the next writer's Previous.
 type claimWriter struct {
 	ix      *Index
 	ctx     context.Context
@@ -86,12 +100,15 @@ type claimWriter struct {
 	old     headValue
 	hadOld  bool
 	gen     uint64
-	count   uint64
-	last    string
-	adds    []pendingAdd
-	rels    []string
-	err     error // sticky: the first failure
-	done    bool
+	// failed are the generations of writers that started before this one
+	// and never committed, when it started.
+	failed []uint64
+	count  uint64
+	last   string
+	adds   []pendingAdd
+	rels   []string
+	err    error // sticky: the first failure
+	done   bool
 	// writing receives the outcome of the batch being written, nil when
 	// none is.
 	writing chan error
@@ -288,7 +305,7 @@ func (w *claimWriter) Commit() error {
 		if err := expiry.Put(append(sortable(w.expires), w.start...), nil); err != nil {
 			return err
 		}
-		return deleteGensExcept(gens, genKey(w.gen))
+		return deleteGensBefore(gens, w.gen)
 	})
 	if err != nil {
 		return w.fail(fmt.Errorf("commit in %s: %w", w.ix.path, err))
@@ -296,11 +313,15 @@ func (w *claimWriter) Commit() error {
 	return nil
 }
 
-// deleteGensExcept deletes every generation bucket of gens but keep.
-func deleteGensExcept(gens *bolt.Bucket, keep []byte) error {
+// deleteGensBefore deletes the generation buckets of gens below gen: the
+// list replaced and those of the failed writers whose ids the committing
+// writer read (Previous) and released. A later generation (a writer that
+// started after it: the lease should prevent that) stays, for the writer
+// after.
+func deleteGensBefore(gens *bolt.Bucket, gen uint64) error {
 	var del [][]byte
 	err := gens.ForEachBucket(func(k []byte) error {
-		if string(k) != string(keep) {
+		if len(k) == 8 && binary.BigEndian.Uint64(k) < gen {
 			del = append(del, append([]byte(nil), k...))
 		}
 		return nil
@@ -316,10 +337,11 @@ func deleteGensExcept(gens *bolt.Bucket, keep []byte) error {
 	return nil
 }
 
-// Abort implements collect.ClaimWriter: it drops what is buffered and
-// deletes the new generation's bucket (best effort: a leftover goes at the
-// period's next Commit or sweep). Claims already written stay (see
-// collect.ClaimWriter). It does nothing after Commit or Abort.
+// Abort implements collect.ClaimWriter: it drops what is buffered. Claims
+// already written stay (see collect.ClaimWriter), and so does the
+// generation bucket that lists their ids, for the next writer's Previous;
+// an empty one is deleted (best effort). It does nothing after Commit or
+// Abort.
 func (w *claimWriter) Abort() {
 	if w.done {
 		return
@@ -332,8 +354,11 @@ func (w *claimWriter) Abort() {
 	w.adds, w.rels = nil, nil
 	_ = w.ix.db.Update(func(tx *bolt.Tx) error {
 		_, _, lists, _ := jobPeriods(tx, w.job, false)
-		if gens := nested(lists, w.start); gens != nil && gens.Bucket(genKey(w.gen)) != nil {
-			return gens.DeleteBucket(genKey(w.gen))
+		gens := nested(lists, w.start)
+		if b := nested(gens, genKey(w.gen)); b != nil {
+			if k, _ := b.Cursor().First(); k == nil {
+				return gens.DeleteBucket(genKey(w.gen))
+			}
 		}
 		return nil
 	})
@@ -372,7 +397,8 @@ func (ix *Index) sweep(ctx context.Context, job string, now time.Time) error {
 }
 
 // sweepBatch sweeps up to indexBatch ids of the list whose expiry key is
-// ek, and the whole list when none are left.
+// ek (of its committed generation and of the writers of its period that
+// never committed), and the whole list when none are left.
 func sweepBatch(tx *bolt.Tx, job string, heads, expiry, lists *bolt.Bucket, ek []byte) error {
 	start := ek[8:]
 	v := heads.Get(start)
@@ -390,25 +416,38 @@ func sweepBatch(tx *bolt.Tx, job string, heads, expiry, lists *bolt.Bucket, ek [
 		}
 	}
 	gens := nested(lists, start)
-	if list := nested(gens, genKey(h.gen)); v != nil && list != nil {
-		var ids [][]byte
-		c := list.Cursor()
-		for k, _ := c.First(); k != nil && len(ids) < indexBatch; k, _ = c.Next() {
-			ids = append(ids, append([]byte(nil), k...))
+	if gens != nil {
+		// Every generation: the committed list's and those of writers
+		// that never committed (their claims point to this period too).
+		var names [][]byte
+		if err := gens.ForEachBucket(func(k []byte) error {
+			names = append(names, append([]byte(nil), k...))
+			return nil
+		}); err != nil {
+			return err
 		}
 		claims := nested(tx.Bucket(bucketClaims), []byte(job))
-		for _, id := range ids {
-			if claims != nil {
-				if err := deleteClaimOf(claims, string(id), unsortable(start)); err != nil {
+		budget := indexBatch
+		for _, name := range names {
+			list := gens.Bucket(name)
+			var ids [][]byte
+			c := list.Cursor()
+			for k, _ := c.First(); k != nil && len(ids) < budget; k, _ = c.Next() {
+				ids = append(ids, append([]byte(nil), k...))
+			}
+			for _, id := range ids {
+				if claims != nil {
+					if err := deleteClaimOf(claims, string(id), unsortable(start)); err != nil {
+						return err
+					}
+				}
+				if err := list.Delete(id); err != nil {
 					return err
 				}
 			}
-			if err := list.Delete(id); err != nil {
-				return err
+			if budget -= len(ids); budget == 0 {
+				return nil // more next time
 			}
-		}
-		if len(ids) == indexBatch {
-			return nil // more next time
 		}
 	}
 	if gens != nil {

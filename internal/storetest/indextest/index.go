@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) collect.Index) {
 		{"JobsAndPeriodsIndependent", testIndexIsolation},
 		{"LookupReturnsExpired", testLookupReturnsExpired},
 		{"WindowAtLookup", testWindowAtLookup},
+		{"FailedWriterReleased", testFailedWriterReleased},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
