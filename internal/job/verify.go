@@ -54,6 +54,10 @@ type PeriodCheck struct {
 	Differs bool
 	// Repaired is set by --repair: what it did.
 	Repaired string
+	// NotRepairable is set by --repair instead of Repaired when the period
+	// cannot be repaired without losing part of its billing record: why,
+	// and what was kept. The period still differs.
+	NotRepairable string
 }
 
 // Verify checks each period in [From, To) against its manifest: it
