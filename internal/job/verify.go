@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -209,6 +210,14 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck, reprice bool) erro
 			}
 		}
 		res, err := r.build(ctx, p, m)
+		if errors.Is(err, ErrNotRepairable) {
+			pc.NotRepairable = err.Error()
+			if n := restored(pc.Problems, res.Uploaded); n > 0 {
+				pc.NotRepairable += fmt.Sprintf("; restored %d other object(s)", n)
+			}
+			r.j.Log.Error("period not repairable", LogPeriod, p.Name(), "err", err)
+			return nil
+		}
 		if err != nil {
 			return err
 		}
