@@ -9,8 +9,13 @@ import (
 
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/job"
+	"github.com/reportjob/reportjob/internal/keys"
 	"github.com/reportjob/reportjob/internal/report"
 )
+
+// globex is an agency whose id is escaped in its folder's name and
+// neutralised in its CSV cells.
+const globex = "+glo bex/é"
 
 // restatedEnv publishes 10:00 as revision 2 (a recheck that found late
 // items for acme and globex) with agency files in formats, and returns a
@@ -23,9 +28,9 @@ func restatedEnv(t *testing.T, s stack, formats encode.Formats) (*env, func(owne
 		j.AgencyFiles = formats
 		return j
 	}
-	e.put(purchase("t-1", "acme", 1000, at(10, 5)), purchase("t-2", "globex", 500, at(10, 6)))
+	e.put(purchase("t-1", "acme", 1000, at(10, 5)), purchase("t-2", globex, 500, at(10, 6)))
 	e.run(mk("A"), job.RunOptions{Now: at(11, 2)})
-	e.put(purchase("t-3", "acme", 250, at(10, 30)), purchase("t-4", "globex", 100, at(10, 31)))
+	e.put(purchase("t-3", "acme", 250, at(10, 30)), purchase("t-4", globex, 100, at(10, 31)))
 	e.run(mk("B"), job.RunOptions{Now: at(12, 3)})
 	if m := e.manifest(hour(10)); m.Revision != 2 || len(e.keysUnder("adjustments/period=20900301T1000Z/")) != 1 {
 		t.Fatalf("revision %d, adjustments %q", m.Revision, e.keysUnder("adjustments"))
@@ -72,7 +77,7 @@ func TestRepairKeepsAdjustments(t *testing.T) {
 		{name: "summary and adjustments parquet missing", formats: csvOnly,
 			remove: []string{"summary/period=20900301T1000Z/", adjParquet}, restored: 2},
 		{name: "adjustments parquet and one agency's adjustments CSV missing", formats: csvOnly,
-			remove: []string{adjParquet, "agency=acme/period=20900301T1000Z/adjustments-", "agency=globex/period=20900301T1000Z/summary-"}, restored: -1},
+			remove: []string{adjParquet, "agency=acme/period=20900301T1000Z/adjustments-", "agency=" + keys.EscapeAgency(globex) + "/period=20900301T1000Z/summary-"}, restored: -1},
 		{name: "adjustments parquet missing, no agency files", formats: encode.Formats{}, remove: []string{adjParquet}, restored: -1},
 	}
 	for _, tt := range tests {
@@ -152,7 +157,7 @@ func TestRepairRestatesWithAdjustmentsFromAgencyFiles(t *testing.T) {
 		if len(adj) != 1 || !strings.Contains(e.read(adj[0]), ",USD,1,0,0.75,0.00,0.75,0.08,3") {
 			t.Errorf("acme's adjustments %q:\n%s", adj, readAll(e, adj))
 		}
-		if got := e.keysUnder("agency=globex/period=20900301T1000Z/adjustments-"); len(got) != 0 {
+		if got := e.keysUnder("agency=" + keys.EscapeAgency(globex) + "/period=20900301T1000Z/adjustments-"); len(got) != 0 {
 			t.Errorf("globex did not change, yet has adjustments %q", got)
 		}
 		e.checkSink()
