@@ -22,6 +22,7 @@ type verifyPeriod struct {
 	ItemsNow      int64             `json:"items_now"`
 	Problems      []publish.Problem `json:"problems,omitempty"`
 	Repaired      string            `json:"repaired,omitempty"`
+	NotRepairable string            `json:"not_repairable,omitempty"`
 }
 
 type verifySummary struct {
@@ -35,6 +36,9 @@ type verifySummary struct {
 	OK       int    `json:"ok"`
 	Differ   int    `json:"differ"`
 	Repaired int    `json:"repaired"`
+	// NotRepairable counts the periods --repair left as they were because
+	// repairing them would lose part of the billing record.
+	NotRepairable int `json:"not_repairable,omitempty"`
 	// Repriced counts the periods --reprice published at today's rates
 	// that did not differ (those that did count as repaired).
 	Repriced    int            `json:"repriced,omitempty"`
@@ -93,9 +97,13 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 		if pc.Repaired != "" {
 			sum.Repaired++
 		}
+		if pc.NotRepairable != "" {
+			sum.NotRepairable++
+		}
 		sum.Differences = append(sum.Differences, verifyPeriod{
 			Period: pc.Period.Name(), Status: pc.Status, Revision: pc.Revision,
 			ItemsManifest: pc.ItemsManifest, ItemsNow: pc.ItemsNow, Problems: pc.Problems, Repaired: pc.Repaired,
+			NotRepairable: pc.NotRepairable,
 		})
 	}
 	switch {
@@ -108,6 +116,10 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	case sum.Differ > 0 && sum.Repaired == sum.Differ:
 		sum.Status = "repaired"
 		err = fmt.Errorf("%d of %d periods differed (all repaired: run verify again to confirm): %w", sum.Differ, sum.Periods, errDiffers)
+	case sum.NotRepairable > 0:
+		sum.Status = "differs"
+		err = fmt.Errorf("%d of %d periods differ, %d not repairable (kept as they are; see not_repairable): %w",
+			sum.Differ, sum.Periods, sum.NotRepairable, errDiffers)
 	case sum.Differ > 0:
 		sum.Status = "differs"
 		err = fmt.Errorf("%d of %d periods differ: %w", sum.Differ, sum.Periods, errDiffers)
@@ -170,6 +182,10 @@ func verifyLine(pc job.PeriodCheck) string {
 	if pc.Repaired != "" {
 		b.WriteString(" -> repaired: ")
 		b.WriteString(pc.Repaired)
+	}
+	if pc.NotRepairable != "" {
+		b.WriteString(" -> NOT repairable: ")
+		b.WriteString(pc.NotRepairable)
 	}
 	return b.String()
 }

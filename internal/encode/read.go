@@ -1,10 +1,14 @@
 package encode
 
 import (
+	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -14,7 +18,9 @@ import (
 
 // Reading files back: a restatement computes its adjustments from the
 // previous revision's summary, and a rebuild of an unchanged revision
-// carries its adjustments over.
+// carries its adjustments over. When a dataset file is lost, verify
+// --repair reads the same rows back from the agencies' files (CSV or
+// Parquet).
 
 var (
 	summaryParquetSchema     = sync.OnceValue(func() *parquet.Schema { return parquet.SchemaOf(summaryRecord{}) })
@@ -59,6 +65,102 @@ func ReadAdjustmentsParquet(r io.ReaderAt, size int64) ([]report.AdjustmentRow, 
 		rows[i] = report.AdjustmentRow{SummaryRow: row, Revision: rec.Revision}
 	}
 	return rows, nil
+}
+
+// ReadSummaryCSV reads an agency's summary CSV written by WriteSummaryCSV
+// back into rows. agency is the agency whose folder holds the file: every
+// row must be its. Amounts are exact (the file holds them in the
+// currency's own digits); a file of another layout is an error.
+func ReadSummaryCSV(r io.Reader, agency string) ([]report.SummaryRow, error) {
+	recs, err := readCSV(r, summaryCSVHeader, "summary")
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]report.SummaryRow, len(recs))
+	for i, rec := range recs {
+		if rows[i], err = summaryFromCells(rec, agency); err != nil {
+			return nil, fmt.Errorf("read summary csv: row %d: %w", i+1, err)
+		}
+	}
+	return rows, nil
+}
+
+// ReadAdjustmentsCSV reads an agency's adjustments CSV written by
+// WriteAdjustmentsCSV back into rows, as ReadSummaryCSV does.
+func ReadAdjustmentsCSV(r io.Reader, agency string) ([]report.AdjustmentRow, error) {
+	recs, err := readCSV(r, adjustmentsCSVHeader, "adjustments")
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]report.AdjustmentRow, len(recs))
+	n := len(summaryCSVHeader)
+	for i, rec := range recs {
+		row, err := summaryFromCells(rec[:n], agency)
+		if err == nil {
+			var rev int64
+			if rev, err = strconv.ParseInt(rec[n], 10, 32); err == nil {
+				rows[i] = report.AdjustmentRow{SummaryRow: row, Revision: int32(rev)}
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read adjustments csv: row %d: %w", i+1, err)
+		}
+	}
+	return rows, nil
+}
+
+// readCSV reads a whole CSV whose first record must be header, and
+// returns the records after it.
+func readCSV(r io.Reader, header []string, what string) ([][]string, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = len(header)
+	recs, err := cr.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("read %s csv: %w", what, err)
+	}
+	if len(recs) == 0 || !slices.Equal(recs[0], header) {
+		return nil, fmt.Errorf("read %s csv: not a %s file of this layout", what, what)
+	}
+	return recs[1:], nil
+}
+
+// summaryFromCells is the inverse of summaryCells for a row of agency.
+func summaryFromCells(rec []string, agency string) (report.SummaryRow, error) {
+	if rec[2] != csvText(agency) {
+		return report.SummaryRow{}, fmt.Errorf("agency_id %q in agency %q's file", rec[2], agency)
+	}
+	c, err := money.LookupCurrency(rec[3])
+	if err != nil {
+		return report.SummaryRow{}, err
+	}
+	row := report.SummaryRow{AgencyID: agency, Currency: c}
+	for _, f := range [...]struct {
+		dst  *time.Time
+		cell string
+	}{{&row.PeriodStart, rec[0]}, {&row.PeriodEnd, rec[1]}} {
+		t, err := time.Parse(time.RFC3339Nano, f.cell)
+		if err != nil {
+			return report.SummaryRow{}, err
+		}
+		*f.dst = t.UTC()
+	}
+	for _, f := range [...]struct {
+		dst  *int64
+		cell string
+	}{{&row.PurchaseCount, rec[4]}, {&row.RefundCount, rec[5]}} {
+		if *f.dst, err = strconv.ParseInt(f.cell, 10, 64); err != nil {
+			return report.SummaryRow{}, err
+		}
+	}
+	for _, f := range [...]struct {
+		dst  *money.Total
+		cell string
+	}{{&row.Gross, rec[6]}, {&row.Refunds, rec[7]}, {&row.Net, rec[8]}, {&row.Commission, rec[9]}} {
+		if *f.dst, err = money.ParseTotal(f.cell, c); err != nil {
+			return report.SummaryRow{}, err
+		}
+	}
+	return row, nil
 }
 
 func readRecords[T any](r io.ReaderAt, size int64, want *parquet.Schema, what string) ([]T, error) {

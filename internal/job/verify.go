@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -55,6 +56,10 @@ type PeriodCheck struct {
 	Differs bool
 	// Repaired is set by --repair: what it did.
 	Repaired string
+	// NotRepairable is set by --repair instead of Repaired when the period
+	// cannot be repaired without losing part of its billing record: why,
+	// and what was kept. The period still differs.
+	NotRepairable string
 }
 
 // Verify checks each period in [From, To) against its manifest: it
@@ -206,6 +211,14 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck, reprice bool) erro
 			}
 		}
 		res, err := r.build(ctx, p, m)
+		if errors.Is(err, ErrNotRepairable) {
+			pc.NotRepairable = err.Error()
+			if n := restored(pc.Problems, res.Uploaded); n > 0 {
+				pc.NotRepairable += fmt.Sprintf("; restored %d other object(s)", n)
+			}
+			r.j.Log.Error("period not repairable", LogPeriod, p.Name(), "err", err)
+			return nil
+		}
 		if err != nil {
 			return err
 		}

@@ -56,14 +56,24 @@ func (pb *Publisher) download(ctx context.Context, cur *Current, dataset, dir st
 	if info == nil {
 		return nil, 0, nil
 	}
-	r, _, err := pb.Bucket.Get(ctx, info.Key)
+	f, n, err := pb.fetch(ctx, *info, dir)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read the current revision's %s: %w", dataset, err)
 	}
-	defer r.Close()
-	f, err := os.CreateTemp(dir, "prev-"+dataset+"-*")
+	return f, n, nil
+}
+
+// fetch downloads the listed object info into a temp file in dir, checked
+// against its size and SHA-256.
+func (pb *Publisher) fetch(ctx context.Context, info report.FileInfo, dir string) (*os.File, int64, error) {
+	r, _, err := pb.Bucket.Get(ctx, info.Key)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read the current revision's %s: %w", dataset, err)
+		return nil, 0, err
+	}
+	defer r.Close()
+	f, err := os.CreateTemp(dir, "prev-*")
+	if err != nil {
+		return nil, 0, err
 	}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), r)
@@ -76,7 +86,7 @@ func (pb *Publisher) download(ctx context.Context, cur *Current, dataset, dir st
 	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
-		return nil, 0, fmt.Errorf("read the current revision's %s: %w", dataset, err)
+		return nil, 0, err
 	}
 	return f, n, nil
 }
