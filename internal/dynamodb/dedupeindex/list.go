@@ -226,11 +226,15 @@ func (ix *Index) deleteChunks(ctx context.Context, job string, period time.Time,
 }
 
 // PeriodIDs implements collect.Index: it reads the head, then the chunks one
-// at a time (strongly consistent GetItem), holding one chunk in memory. A
-// head whose expires_at has passed by the wall clock counts as absent
-// (Time to Live may have deleted its chunks). A missing or corrupt
-// chunk, ids out of order, or a count that differs from the head's is an
-// error.
+// at a time (strongly consistent GetItem), holding one chunk in memory. The
+// list is read whatever its expiry, since Time to Live goes by DynamoDB's
+// clock, not this host's: a host clock ahead must not hide a list whose
+// chunks are all there (a rebuild would not release the claims of the ids
+// it no longer bills). A chunk missing from a list whose expires_at has
+// passed by the wall clock is Time to Live's doing and ends the list (the
+// claims of its ids expired with it). A missing chunk of a list that has
+// not expired, a corrupt chunk, ids out of order, or a count that differs
+// from the head's is an error.
 func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		fail := func(err error) {
@@ -245,9 +249,10 @@ func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) it
 			fail(err)
 			return
 		}
-		if !found || h.expires <= ix.clock().Unix() {
+		if !found {
 			return
 		}
+		expired := h.expires <= ix.clock().Unix()
 		var (
 			last string
 			n    int64
@@ -256,6 +261,9 @@ func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) it
 		for c := range h.chunks {
 			key := chunkKey(job, period, h.gen, c)
 			raw, err = ix.getChunk(ctx, key, raw[:0])
+			if expired && errors.Is(err, errChunkMissing) {
+				return
+			}
 			if err != nil {
 				fail(err)
 				return
@@ -285,6 +293,10 @@ func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) it
 	}
 }
 
+// errChunkMissing is wrapped by getChunk's error for a chunk that is not
+// in the table.
+var errChunkMissing = errors.New("period list chunk is missing")
+
 // getChunk reads and decompresses one chunk, appending to raw.
 func (ix *Index) getChunk(ctx context.Context, key string, raw []byte) ([]byte, error) {
 	out, err := ix.api.GetItem(ctx, &dynamodb.GetItemInput{
@@ -298,7 +310,7 @@ func (ix *Index) getChunk(ctx context.Context, key string, raw []byte) ([]byte, 
 		return nil, fmt.Errorf("get chunk %q: %w", key, err)
 	}
 	if out.Item == nil {
-		return nil, fmt.Errorf("chunk %q is missing", key)
+		return nil, fmt.Errorf("%w: %q", errChunkMissing, key)
 	}
 	b, ok := out.Item[attrIDs].(*types.AttributeValueMemberB)
 	if !ok {
