@@ -14,7 +14,7 @@ import (
 
 // The boundaries suite runs the CLI with --now on the exact millisecond
 // where periods and rechecks become due, with items on the first and last
-// millisecond of periods across midnight, the leap day of 2028 and the
+// millisecond of periods across midnight, the leap day of 2024 and the
 // dedupe window's edge, and reads back which period billed each item.
 
 func bTime(s string) time.Time {
@@ -87,47 +87,47 @@ func runAt(t *testing.T, h *harness, now, status string, periods, rechecks, rest
 	return sum
 }
 
-// TestBoundaryLeapDay: hourly periods from 2028-02-28T22:00Z, lateness 2m,
+// TestBoundaryLeapDay: hourly periods from 2024-02-28T22:00Z, lateness 2m,
 // recheck after 1h. Items on the first and last millisecond of periods
 // across midnight into and out of 29 February; runs 1 ms before and at
 // each watermark.
 func TestBoundaryLeapDay(t *testing.T) {
-	h := newHarness(t, harnessOptions{start: "2028-02-28T22:00:00Z"})
+	h := newHarness(t, harnessOptions{start: "2024-02-28T22:00:00Z"})
 	h.mustRun(exitOK, "init")
 	h.putTx(
-		bTx("a-first-ms", "2028-02-28T22:00:00Z", "1.00"),
-		bTx("b-last-ms", "2028-02-28T22:59:59.999Z", "2.00"),
-		bTx("c-first-ms", "2028-02-28T23:00:00Z", "3.00"),
-		bTx("d-before-midnight", "2028-02-28T23:59:59.999Z", "4.00"),
-		bTx("e-leap-midnight", "2028-02-29T00:00:00Z", "5.00"),
-		bTx("f-leap-last-ms", "2028-02-29T23:59:59.999Z", "6.00"),
-		bTx("g-march", "2028-03-01T00:00:00Z", "7.00"),
+		bTx("a-first-ms", "2024-02-28T22:00:00Z", "1.00"),
+		bTx("b-last-ms", "2024-02-28T22:59:59.999Z", "2.00"),
+		bTx("c-first-ms", "2024-02-28T23:00:00Z", "3.00"),
+		bTx("d-before-midnight", "2024-02-28T23:59:59.999Z", "4.00"),
+		bTx("e-leap-midnight", "2024-02-29T00:00:00Z", "5.00"),
+		bTx("f-leap-last-ms", "2024-02-29T23:59:59.999Z", "6.00"),
+		bTx("g-march", "2024-03-01T00:00:00Z", "7.00"),
 	)
-	runAt(t, h, "2028-02-28T23:01:59.999Z", "nothing_due", 0, 0, 0) // 1 ms before 23:00 + 2m
-	runAt(t, h, "2028-02-28T23:02:00Z", "ok", 1, 0, 0)              // the watermark of [22:00, 23:00)
-	if m := manifestOf(t, h, "2028-02-28T22:00:00Z"); m.Transactions != 2 || m.Revision != 1 {
+	runAt(t, h, "2024-02-28T23:01:59.999Z", "nothing_due", 0, 0, 0) // 1 ms before 23:00 + 2m
+	runAt(t, h, "2024-02-28T23:02:00Z", "ok", 1, 0, 0)              // the watermark of [22:00, 23:00)
+	if m := manifestOf(t, h, "2024-02-28T22:00:00Z"); m.Transactions != 2 || m.Revision != 1 {
 		t.Fatalf("22:00: %d transactions, revision %d", m.Transactions, m.Revision)
 	}
 
 	// A late item in the delivered period: the 1h recheck finds it at
 	// end+1h = midnight exactly, not a millisecond before.
-	h.putTx(bTx("h-late", "2028-02-28T22:30:00Z", "8.00"))
-	runAt(t, h, "2028-02-28T23:59:59.999Z", "nothing_due", 0, 0, 0)
-	runAt(t, h, "2028-02-29", "ok", 0, 1, 1) // --now as a date: midnight UTC
-	if m := manifestOf(t, h, "2028-02-28T22:00:00Z"); m.Transactions != 3 || m.Revision != 2 || m.Reason != report.ReasonRecheck {
+	h.putTx(bTx("h-late", "2024-02-28T22:30:00Z", "8.00"))
+	runAt(t, h, "2024-02-28T23:59:59.999Z", "nothing_due", 0, 0, 0)
+	runAt(t, h, "2024-02-29", "ok", 0, 1, 1) // --now as a date: midnight UTC
+	if m := manifestOf(t, h, "2024-02-28T22:00:00Z"); m.Transactions != 3 || m.Revision != 2 || m.Reason != report.ReasonRecheck {
 		t.Fatalf("22:00 after the recheck: %d transactions, revision %d (%s)", m.Transactions, m.Revision, m.Reason)
 	}
-	runAt(t, h, "2028-02-29T00:01:59.999Z", "nothing_due", 0, 0, 0)
-	runAt(t, h, "2028-02-29T00:02:00Z", "ok", 1, 0, 0)
+	runAt(t, h, "2024-02-29T00:01:59.999Z", "nothing_due", 0, 0, 0)
+	runAt(t, h, "2024-02-29T00:02:00Z", "ok", 1, 0, 0)
 	// The whole leap day, 24 periods, at the watermark of its last one;
 	// the recheck of [23:00, 00:00) on 28 February is due too.
-	runAt(t, h, "2028-03-01T00:01:59.999Z", "ok", 23, 1, 0)
-	runAt(t, h, "2028-03-01T00:02:00Z", "ok", 1, 0, 0)
+	runAt(t, h, "2024-03-01T00:01:59.999Z", "ok", 23, 1, 0)
+	runAt(t, h, "2024-03-01T00:02:00Z", "ok", 1, 0, 0)
 
 	want := map[string]string{
-		"a-first-ms": "20280228T2200Z", "b-last-ms": "20280228T2200Z", "h-late": "20280228T2200Z",
-		"c-first-ms": "20280228T2300Z", "d-before-midnight": "20280228T2300Z",
-		"e-leap-midnight": "20280229T0000Z", "f-leap-last-ms": "20280229T2300Z",
+		"a-first-ms": "20240228T2200Z", "b-last-ms": "20240228T2200Z", "h-late": "20240228T2200Z",
+		"c-first-ms": "20240228T2300Z", "d-before-midnight": "20240228T2300Z",
+		"e-leap-midnight": "20240229T0000Z", "f-leap-last-ms": "20240229T2300Z",
 	}
 	got := billedIn(t, h)
 	for id, p := range want {
@@ -141,12 +141,12 @@ func TestBoundaryLeapDay(t *testing.T) {
 	if n := len(datasetKeys(h.objects(), report.DirManifests)); n != 26 {
 		t.Errorf("%d manifests, want 26 (22:00 and 23:00 on the 28th, 24 on the 29th)", n)
 	}
-	st := h.mustRun(exitOK, "status", "--json", "--now", "2028-03-01T00:02:00Z")
-	if st["checkpoint"] != "2028-03-01T00:00:00Z" || st["periods_behind"] != float64(0) {
+	st := h.mustRun(exitOK, "status", "--json", "--now", "2024-03-01T00:02:00Z")
+	if st["checkpoint"] != "2024-03-01T00:00:00Z" || st["periods_behind"] != float64(0) {
 		t.Errorf("status: %v", st)
 	}
-	// --now must be a real instant: no 29 February in 2027, no hour 24.
-	for _, bad := range []string{"2027-02-29", "2028-02-29T24:00:00Z", "2028-02-30T00:00:00Z"} {
+	// --now must be a real instant: no 29 February in 2023, no hour 24.
+	for _, bad := range []string{"2023-02-29", "2024-02-29T24:00:00Z", "2024-02-30T00:00:00Z"} {
 		out, errs, code := h.run("run", "--now", bad)
 		if code != exitUsage || !strings.Contains(out+errs, bad) {
 			t.Errorf("run --now %s: exit %d, want %d naming the value\n%s%s", bad, code, exitUsage, out, errs)

@@ -54,7 +54,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.Is(err, errDiffers):
 		return exitDiffers
-	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, job.ErrBadRange):
+	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, job.ErrBadRange),
+		errors.Is(err, job.ErrClockAhead):
 		return exitUsage
 	case errors.Is(err, checkpoint.ErrLeaseHeld), errors.Is(err, embedded.ErrLocked):
 		return exitLeaseHeld

@@ -114,9 +114,10 @@ type Index interface {
 	Lookup(ctx context.Context, job string, ids []string) ([]Claim, error)
 	// PeriodIDs yields, in ascending byte order, the ids that the period
 	// starting at period claimed at its last committed ClaimWriter (none
-	// when it never did, or when that list has expired: swept on the
-	// embedded store, past its expiry by the wall clock on DynamoDB). A
-	// yielded error ends the sequence.
+	// when it never did, or when the store removed that list after its
+	// expiry: swept on the embedded store, by Time to Live on DynamoDB;
+	// never because the host's clock says it expired). A yielded error
+	// ends the sequence.
 	PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error]
 	// NewClaimWriter starts replacing the claims of period. Claims it
 	// writes record the period's start and end and expire at expires.

@@ -50,15 +50,18 @@ func TestDedupeCopyOutsideWindowKeepsFirstBilling(t *testing.T) {
 	})
 }
 
-// TestDedupeSweepClockAhead: a run whose report clock is far ahead (--now,
-// a host clock ahead) does not sweep the claims of the embedded index that
+// TestDedupeSweepClockAhead: a run whose report clock is far ahead (a host
+// clock ahead) does not sweep the claims of the embedded index that
 // still count: the sweep goes by the period being built.
 func TestDedupeSweepClockAhead(t *testing.T) {
 	e := newEnv(t, embeddedStack)
 	e.put(purchase("order-1", "a", 10000, at(0, 10)))
 	e.run(e.job("A"), job.RunOptions{Now: at(1, 3)})
-	// A backfill of an empty hour with the clock a year ahead.
+	// A backfill of an empty hour with the host clock a year ahead (a
+	// --now that far ahead of the wall clock is refused).
+	e.clock.Add(365 * 24 * time.Hour)
 	e.run(e.job("B"), job.RunOptions{Now: at(365*24, 0), Backfill: true, From: at(5, 0), To: at(6, 0)})
+	e.clock.Add(-365 * 24 * time.Hour)
 	// The identical retry in the next hour.
 	e.put(purchase("order-1", "a", 10000, at(1, 10)))
 	e.run(e.job("C"), job.RunOptions{Now: at(2, 3)})

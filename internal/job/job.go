@@ -318,10 +318,14 @@ type runner struct {
 	grid report.Grid
 }
 
-// start takes the lease (unless opts.DryRun) and keeps it renewed, opens
+// start refuses a report clock ahead (checkClock), takes the lease (unless
+// opts.DryRun) and keeps it renewed, opens
 // the run's scratch folder and loads the job's state. The returned context
 // is cancelled when the lease is lost; stop undoes the rest.
 func (j *Job) start(ctx context.Context, opts RunOptions) (*runner, context.Context, checkpoint.State, error) {
+	if err := j.checkClock(opts); err != nil {
+		return nil, ctx, checkpoint.State{}, err
+	}
 	r := &runner{j: j, opts: opts}
 	ctx, r.cancel = context.WithCancelCause(ctx)
 	if !opts.DryRun {

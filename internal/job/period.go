@@ -51,7 +51,7 @@ func (r *runner) deliver(ctx context.Context, p report.Period, from time.Time, b
 	if backfill {
 		m = modeBackfill
 	}
-	readAt := r.opts.Now
+	readAt := r.readTime()
 	pr, err := r.build(ctx, p, m)
 	if err != nil || r.opts.DryRun {
 		return pr, err
@@ -91,7 +91,7 @@ func (r *runner) deliver(ctx context.Context, p report.Period, from time.Time, b
 // recheck re-reads a delivered period, restates it if its items changed,
 // and records the read.
 func (r *runner) recheck(ctx context.Context, p report.Period) (PeriodResult, error) {
-	readAt := r.opts.Now
+	readAt := r.readTime()
 	pr, err := r.build(ctx, p, modeRecheck)
 	if err != nil {
 		return pr, err

@@ -33,8 +33,10 @@
 // never mix: the head names one writer's complete list. Expired items are
 // left to Time to Live, which DynamoDB applies by its own (wall) clock,
 // within days: Lookup returns a claim until it is deleted, and PeriodIDs
-// ignores a head whose expires_at has passed by the wall clock, since its
-// chunks may be gone already.
+// reads a list until its head is deleted (a chunk missing from a list whose
+// expires_at has passed by the wall clock ends it). No decision here goes
+// by the host's clock alone, so a host clock ahead loses no claim and
+// hides no list.
 //
 // Batch reads and writes (BatchGetItem, BatchWriteItem) go through a
 // batch.Retrier, which retries unprocessed keys, items and throttling until

@@ -257,11 +257,15 @@ func (ix *Index) deleteChunks(ctx context.Context, job string, period time.Time,
 }
 
 // PeriodIDs implements collect.Index: it reads the head, then the chunks one
-// at a time (strongly consistent GetItem), holding one chunk in memory. A
-// head whose expires_at has passed by the wall clock counts as absent
-// (Time to Live may have deleted its chunks). A missing or corrupt
-// chunk, ids out of order, or a count that differs from the head's is an
-// error.
+// at a time (strongly consistent GetItem), holding one chunk in memory. The
+// list is read whatever its expiry, since Time to Live goes by DynamoDB's
+// clock, not this host's: a host clock ahead must not hide a list whose
+// chunks are all there (a rebuild would not release the claims of the ids
+// it no longer bills). A chunk missing from a list whose expires_at has
+// passed by the wall clock is Time to Live's doing and ends the list (the
+// claims of its ids expired with it). A missing chunk of a list that has
+// not expired, a corrupt chunk, ids out of order, or a count that differs
+// from the head's is an error.
 func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		fail := func(err error) {
@@ -276,11 +280,18 @@ func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) it
 			fail(err)
 			return
 		}
-		if !found || h.expires <= ix.clock().Unix() {
+		if !found {
 			return
 		}
+		// A list whose head expired by the host clock is read until DynamoDB's
+		// own Time to Live deletes it: a missing chunk then ends it (a host
+		// clock ahead must not make a rebuild forget the ids to release).
+		expired := h.expires <= ix.clock().Unix()
 		for id, err := range ix.listIDs(ctx, job, period, h.gen, h.chunks, h.count, nil) {
 			if err != nil {
+				if expired && errors.Is(err, errChunkMissing) {
+					return
+				}
 				fail(err)
 				return
 			}
