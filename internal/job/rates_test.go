@@ -43,7 +43,8 @@ func commissionOf(t *testing.T, rows [][]string) string {
 // revision's transactions Parquet), the late item, never billed, is priced
 // at today's 900 bps, so the adjustment is exactly the late item's
 // commission at the new rate (+3.15), and the manifest records the table
-// it priced new transactions with. verify --repair then changes nothing;
+// it priced new transactions with. verify --repair and a backfill then
+// change nothing;
 // verify --repair --reprice re-prices on purpose (a new revision whose
 // reason says so: 135.00 at 900 bps = 12.15, an adjustment of -1.00), and
 // a second verify is clean. A period billed for the first time after the
@@ -111,6 +112,14 @@ func TestRateChangeKeepsBilledPrices(t *testing.T) {
 		}
 		if m := e.manifest(hour(10)); m.Revision != 2 {
 			t.Errorf("verify --repair re-priced: revision %d", m.Revision)
+		}
+		// A backfill rebuilds both periods under today's 900 bps: each
+		// transaction at its billed rate reproduces the same objects, so
+		// nothing is published.
+		for _, pr := range e.run(jobAt("F", 900), job.RunOptions{Now: at(13, 0), Backfill: true, From: at(10, 0), To: at(12, 0)}).Periods {
+			if pr.Outcome != job.OutcomeUnchanged {
+				t.Errorf("backfill of %s after the rate change: %s revision %d", pr.Period.Name(), pr.Outcome, pr.Manifest.Revision)
+			}
 		}
 
 		checks := verify(job.VerifyOptions{Repair: true, Reprice: true})
