@@ -115,3 +115,32 @@ func TestRateChangeWithoutLineItems(t *testing.T) {
 	}
 	e.checkSink()
 }
+
+// TestRateChangeRepairLostLineItems: verify --repair of a revision whose
+// transactions Parquet is lost cannot read the rates it billed: it prices
+// with the table the manifest records (a warning says so), which restores
+// the lost object of a period billed with one table, after a rate change
+// too.
+func TestRateChangeRepairLostLineItems(t *testing.T) {
+	e := newEnv(t, embeddedStack)
+	e.put(purchase("tx-1", "acme", 10000, at(10, 5)))
+	j := e.job("A")
+	j.Start = at(10, 0)
+	e.run(j, job.RunOptions{Now: at(11, 2)})
+	lost := e.keysUnder("transactions/period=" + hour(10).Name() + "/")
+	if len(lost) != 1 {
+		t.Fatalf("transactions files %q", lost)
+	}
+	e.remove(lost[0])
+
+	j = e.job("B")
+	j.Start, j.Rates = at(10, 0), pricing.Flat(900)
+	checks, err := j.Verify(t.Context(), job.VerifyOptions{From: at(10, 0), To: at(11, 0), Now: at(11, 30), Repair: true})
+	if err != nil || len(checks) != 1 || checks[0].Repaired != "restored 1 object(s) of revision 1" {
+		t.Fatalf("verify --repair: %+v, %v", checks, err)
+	}
+	if got := e.keysUnder("transactions/period=" + hour(10).Name() + "/"); len(got) != 1 || got[0] != lost[0] {
+		t.Errorf("restored %q, want %q", got, lost[0])
+	}
+	e.checkSink()
+}
