@@ -47,3 +47,29 @@ func TestReadLineItemRates(t *testing.T) {
 		t.Errorf("summary file read as transactions: %v", err)
 	}
 }
+
+// BenchmarkReadLineItemRates reads the ids and rates of a 1,000,000-row
+// transactions file; reports rows/s.
+func BenchmarkReadLineItemRates(b *testing.B) {
+	const n = 1_000_000
+	var buf bytes.Buffer
+	lw := NewLineItemWriter(&buf)
+	for i := range n {
+		li := genLineItem(i, n)
+		if err := lw.Write(&li); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := lw.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		rows := 0
+		err := ReadLineItemRates(bytes.NewReader(buf.Bytes()), int64(buf.Len()), func([]byte, int32) error { rows++; return nil })
+		if err != nil || rows != n {
+			b.Fatal(rows, err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}

@@ -3,6 +3,7 @@ package pricing
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -145,4 +146,44 @@ func TestPricerBilled(t *testing.T) {
 	if err := p.Finish(); err != nil {
 		t.Errorf("Finish: %v", err)
 	}
+}
+
+// BenchmarkBilled adds 1,000,000 billed rates in reverse order (the
+// default 32 MiB budget: they spill), then prices 1,000,000 transactions
+// in id order, half of them billed; reports transactions/s and the live
+// heap the Billed holds after the merge (beyond the benchmark's own ids).
+func BenchmarkBilled(b *testing.B) {
+	const n = 1_000_000
+	ids := make([]string, n)
+	for i := range n {
+		ids[i] = fmt.Sprintf("tx-%08d-0123456789", i)
+	}
+	var base, ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&base)
+	b.ReportAllocs()
+	for b.Loop() {
+		bl := NewBilled(b.TempDir(), 0)
+		for i := n - 1; i >= 0; i -= 2 {
+			if err := bl.Add([]byte(ids[i]), 1000); err != nil {
+				b.Fatal(err)
+			}
+		}
+		p := ForPeriod(&Revision{Billed: bl, Transactions: bl.Len()}, Flat(900), false)
+		tx := item.Transaction{AgencyID: "a"}
+		for i := range n {
+			tx.ID = ids[i]
+			if _, err := p.Of(&tx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := p.Finish(); err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		p.Close()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tx/s")
+	b.ReportMetric((float64(ms.HeapAlloc)-float64(base.HeapAlloc))/(1<<20), "heapMB")
 }
