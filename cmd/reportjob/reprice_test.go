@@ -9,8 +9,9 @@ import (
 
 // TestVerifyReprice drives the binary's CLI: tx-1 billed at 1000 bps;
 // commission.default_bps lowered to 900 (the environment over the file's
-// dated list); a late item; the recheck keeps tx-1 at 10.00 and adds the
-// late item's 3.50 only. verify --repair finds nothing to do; --reprice
+// dated list); a late item; the recheck keeps tx-1 at 10.00 (the rate it
+// was billed at) and adds the late item, never billed, at today's 900 bps:
+// 3.15 only. verify --repair finds nothing to do; --reprice
 // without --repair is bad usage (exit 2); verify --repair --reprice
 // publishes a revision at 900 bps whose reason says so, and verify is
 // clean (exit 0) after it.
@@ -38,7 +39,7 @@ func TestVerifyReprice(t *testing.T) {
 		}
 		return strings.Join(out, "")
 	}
-	if adj := adjustments(); !strings.Contains(adj, "acme,USD,1,0,35.00,0.00,35.00,3.50,2") {
+	if adj := adjustments(); !strings.Contains(adj, "acme,USD,1,0,35.00,0.00,35.00,3.15,2") {
 		t.Errorf("recheck adjustments are not the late item's alone:\n%s", adj)
 	}
 	h.mustRun(0, "verify", "--from", "2024-03-01T00:00:00Z", "--to", "2024-03-01T02:00:00Z", "--repair", "--now", "2024-03-01T03:00:00Z")
@@ -55,7 +56,7 @@ func TestVerifyReprice(t *testing.T) {
 	if m.Revision != 3 || m.Reason != report.ReasonReprice || m.Rates == nil || len(m.Rates.Default) != 1 || m.Rates.Default[0].BPS != 900 {
 		t.Errorf("repriced manifest: revision %d reason %q rates %+v", m.Revision, m.Reason, m.Rates)
 	}
-	if adj := adjustments(); !strings.Contains(adj, "acme,USD,0,0,0.00,0.00,0.00,-1.35,3") {
+	if adj := adjustments(); !strings.Contains(adj, "acme,USD,0,0,0.00,0.00,0.00,-1.00,3") {
 		t.Errorf("reprice adjustments:\n%s", adj)
 	}
 	h.mustRun(0, "verify", "--from", "2024-03-01T00:00:00Z", "--to", "2024-03-01T02:00:00Z", "--now", "2024-03-01T03:00:00Z")

@@ -6,12 +6,14 @@
 //
 // Commission per transaction is amount x bps / 10000, rounded half to even
 // at the currency's minor unit; a refund's commission counts negative;
-// net = gross - refunds. The rate is the one package pricing gives, from
-// the table the caller passes (Options.Rates).
+// net = gross - refunds. The rate is the one package pricing gives
+// (Options.Prices), asked once per transaction, in Add, and kept with its
+// line item.
 package aggregate
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -34,8 +36,10 @@ func Commission(tx *item.Transaction, bps int32) int64 {
 
 // Options shape an Aggregator.
 type Options struct {
-	// Rates is the table the period is priced with (pricing.ForPeriod).
-	Rates pricing.Table
+	// Prices prices the period's transactions (pricing.ForPeriod). With
+	// billed rates it needs the transactions in ascending id order, the
+	// order collect's Dedupe emits them in.
+	Prices *pricing.Pricer
 	// LineItems keeps the line items, in file order (report.line_items).
 	LineItems bool
 	// Dir holds the line items' spill files; SortMemBytes is the sort's
@@ -78,7 +82,11 @@ func (a *Aggregator) Add(tx *item.Transaction) error {
 		r = &report.SummaryRow{PeriodStart: a.p.Start.UTC(), PeriodEnd: a.p.End.UTC(), AgencyID: tx.AgencyID, Currency: tx.Currency}
 		a.sums[k] = r
 	}
-	c := Commission(tx, a.o.Rates.Of(tx))
+	bps, err := a.o.Prices.Of(tx)
+	if err != nil {
+		return fmt.Errorf("price transaction %q: %w", tx.ID, err)
+	}
+	c := Commission(tx, bps)
 	var ok1, ok2 bool
 	if tx.Kind == item.Refund {
 		r.RefundCount++
@@ -93,7 +101,7 @@ func (a *Aggregator) Add(tx *item.Transaction) error {
 	}
 	if a.lines != nil {
 		a.key = lineKey(a.key[:0], tx)
-		a.val = tx.AppendBinary(a.val[:0])
+		a.val = binary.BigEndian.AppendUint32(tx.AppendBinary(a.val[:0]), uint32(bps))
 		if err := a.lines.Add(a.key, a.val); err != nil {
 			return fmt.Errorf("sort line items: %w", err)
 		}
@@ -144,7 +152,7 @@ func (a *Aggregator) Lines() (*Lines, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sort line items: %w", err)
 	}
-	return &Lines{it: it, rates: a.o.Rates}, nil
+	return &Lines{it: it}, nil
 }
 
 // Close releases the line items' sort (its spill files).
@@ -157,10 +165,9 @@ func (a *Aggregator) Close() error {
 
 // Lines iterates over line items in file order.
 type Lines struct {
-	it    *extsort.Iterator
-	rates pricing.Table
-	cur   report.LineItem
-	err   error
+	it  *extsort.Iterator
+	cur report.LineItem
+	err error
 }
 
 // Next advances to the next line item.
@@ -168,11 +175,17 @@ func (l *Lines) Next() bool {
 	if l.err != nil || !l.it.Next() {
 		return false
 	}
-	if err := l.cur.Tx.DecodeBinary(l.it.Value()); err != nil {
+	// The value is the transaction, then the rate Add priced it at.
+	v := l.it.Value()
+	if len(v) < 4 {
+		l.err = fmt.Errorf("line items: %w", item.ErrCorruptRecord)
+		return false
+	}
+	if err := l.cur.Tx.DecodeBinary(v[:len(v)-4]); err != nil {
 		l.err = fmt.Errorf("line items: %w", err)
 		return false
 	}
-	l.cur.BPS = l.rates.Of(&l.cur.Tx)
+	l.cur.BPS = int32(binary.BigEndian.Uint32(v[len(v)-4:]))
 	l.cur.Commission = Commission(&l.cur.Tx, l.cur.BPS)
 	return true
 }

@@ -112,7 +112,7 @@ func TestCommission(t *testing.T) {
 			if got := tt.cur.Format(Commission(&tx, tt.bps)); got != tt.want {
 				t.Errorf("Commission = %s, want %s", got, tt.want)
 			}
-			a := New(testPeriod, Options{Rates: pricing.Flat(tt.bps), LineItems: true, Dir: t.TempDir()})
+			a := New(testPeriod, Options{Prices: pricing.Flat(tt.bps).Pricer(), LineItems: true, Dir: t.TempDir()})
 			defer a.Close()
 			if err := a.Add(&tx); err != nil {
 				t.Fatal(err)
@@ -165,7 +165,7 @@ func TestRates(t *testing.T) {
 		{"agency ids are exact", "A", 0, false, 1000},
 	}
 	dir := t.TempDir()
-	a := New(testPeriod, Options{Rates: r, LineItems: true, Dir: dir})
+	a := New(testPeriod, Options{Prices: r.Pricer(), LineItems: true, Dir: dir})
 	defer a.Close()
 	for i, tt := range tests {
 		tx := newTx(t, tt.agency, usd, item.Purchase, "100.00")
@@ -237,7 +237,7 @@ func TestSummary(t *testing.T) {
 		newTx(t, "a", usd, item.Refund, "5.00"),
 		newTx(t, "a", usd, item.Purchase, "5.01"),
 	}
-	a := New(testPeriod, Options{Rates: pricing.Flat(1000)})
+	a := New(testPeriod, Options{Prices: pricing.Flat(1000).Pricer()})
 	defer a.Close()
 	for i := range txs {
 		if err := a.Add(&txs[i]); err != nil {
@@ -324,7 +324,7 @@ func TestSumsPastInt64(t *testing.T) {
 	agencies := []string{"a", "b", "c"}
 	currencies := []money.Currency{usd, jpy, bhd}
 	rates := flatRates(1000, map[string]int32{"b": 10000})
-	a := New(testPeriod, Options{Rates: rates})
+	a := New(testPeriod, Options{Prices: rates.Pricer()})
 	defer a.Close()
 	want := map[string]*bigRow{}   // agency currency
 	perCur := map[string]*bigRow{} // currency

@@ -92,7 +92,7 @@ func TestLines(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			a := New(testPeriod, Options{Rates: rates, LineItems: true, Dir: dir, SortMemBytes: tt.mem})
+			a := New(testPeriod, Options{Prices: rates.Pricer(), LineItems: true, Dir: dir, SortMemBytes: tt.mem})
 			for i := range txs {
 				if err := a.Add(&txs[i]); err != nil {
 					t.Fatal(err)
@@ -155,7 +155,7 @@ func TestLinesOrderExamples(t *testing.T) {
 	}
 	in := slices.Clone(want)
 	slices.Reverse(in)
-	a := New(testPeriod, Options{Rates: pricing.Flat(1000), LineItems: true, Dir: t.TempDir()})
+	a := New(testPeriod, Options{Prices: pricing.Flat(1000).Pricer(), LineItems: true, Dir: t.TempDir()})
 	defer a.Close()
 	for i := range in {
 		if err := a.Add(&in[i]); err != nil {
@@ -178,7 +178,7 @@ func TestLinesOrderExamples(t *testing.T) {
 // were never read.
 func TestCloseWithoutLines(t *testing.T) {
 	dir := t.TempDir()
-	a := New(testPeriod, Options{Rates: pricing.Flat(1000), LineItems: true, Dir: dir, SortMemBytes: 4 << 10})
+	a := New(testPeriod, Options{Prices: pricing.Flat(1000).Pricer(), LineItems: true, Dir: dir, SortMemBytes: 4 << 10})
 	txs := lineTxs(2000, 3)
 	for i := range txs {
 		if err := a.Add(&txs[i]); err != nil {

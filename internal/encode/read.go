@@ -212,3 +212,91 @@ func describeColumns(n parquet.Node) string {
 	}
 	return b.String()
 }
+
+// ReadLineItemRates reads the transaction_id and commission_bps of every
+// row of a transactions file written by LineItemWriter, in file order,
+// and calls fn with each (id is valid only during the call). It streams:
+// it decodes these two columns only, page by page. A file without these
+// columns, or with other types, is an error, never misread.
+func ReadLineItemRates(r io.ReaderAt, size int64, fn func(id []byte, bps int32) error) error {
+	f, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return fmt.Errorf("read transactions parquet: %w", err)
+	}
+	idCol, ok1 := f.Schema().Lookup("transaction_id")
+	bpsCol, ok2 := f.Schema().Lookup("commission_bps")
+	if !ok1 || !ok2 || idCol.Node.Type().Kind() != parquet.ByteArray || bpsCol.Node.Type().Kind() != parquet.Int32 ||
+		idCol.MaxDefinitionLevel != 0 || bpsCol.MaxDefinitionLevel != 0 {
+		return fmt.Errorf("read transactions parquet: not a transactions file of this layout: columns %s; want transaction_id BYTE_ARRAY and commission_bps INT32, required",
+			describeColumns(f.Schema()))
+	}
+	for i, rg := range f.RowGroups() {
+		chunks := rg.ColumnChunks()
+		ids, bps := newColumnValues(chunks[idCol.ColumnIndex]), newColumnValues(chunks[bpsCol.ColumnIndex])
+		err := func() error {
+			defer ids.close()
+			defer bps.close()
+			for range rg.NumRows() {
+				id, err := ids.next()
+				if err != nil {
+					return err
+				}
+				b, err := bps.next()
+				if err != nil {
+					return err
+				}
+				if err := fn(id.ByteArray(), b.Int32()); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+		if err != nil {
+			return fmt.Errorf("read transactions parquet: row group %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// columnValues reads the values of one column chunk, page by page.
+type columnValues struct {
+	pages parquet.Pages
+	vals  parquet.ValueReader
+	buf   []parquet.Value
+	i, n  int
+}
+
+func newColumnValues(c parquet.ColumnChunk) *columnValues {
+	return &columnValues{pages: c.Pages(), buf: make([]parquet.Value, 256)}
+}
+
+// next returns the next value; a byte array one is valid until the
+// next call.
+func (c *columnValues) next() (parquet.Value, error) {
+	for c.i == c.n {
+		if c.vals != nil {
+			n, err := c.vals.ReadValues(c.buf)
+			c.i, c.n = 0, n
+			switch {
+			case err == io.EOF:
+				c.vals = nil
+			case err != nil:
+				return parquet.Value{}, err
+			}
+			continue
+		}
+		page, err := c.pages.ReadPage()
+		if err == io.EOF {
+			return parquet.Value{}, io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return parquet.Value{}, err
+		}
+		c.vals = page.Values()
+	}
+	v := c.buf[c.i]
+	c.i++
+	return v, nil
+}
+
+func (c *columnValues) close() { c.pages.Close() }

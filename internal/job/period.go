@@ -13,7 +13,6 @@ import (
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/crashpoint"
 	"github.com/reportjob/reportjob/internal/encode"
-	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/publish"
 	"github.com/reportjob/reportjob/internal/report"
 )
@@ -223,12 +222,13 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		return res, nil
 	}
 
-	var billed *pricing.Table
-	if cur.Manifest != nil {
-		billed = cur.Manifest.Rates
+	prices, err := r.prices(ctx, pb, cur, m, dir)
+	if err != nil {
+		return res, err
 	}
-	rates := pricing.ForPeriod(billed, j.Rates, m.reprice)
-	agg := aggregate.New(p, aggregate.Options{Rates: rates, LineItems: j.LineItems, Dir: dir, SortMemBytes: j.SortMemBytes})
+	defer prices.Close()
+	rates := prices.Table()
+	agg := aggregate.New(p, aggregate.Options{Prices: prices, LineItems: j.LineItems, Dir: dir, SortMemBytes: j.SortMemBytes})
 	defer agg.Close()
 	var index collect.Index
 	if j.DedupeWindow > 0 {
@@ -242,6 +242,9 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		Job: j.Name, Index: index, Window: j.DedupeWindow, Write: !r.opts.DryRun, Fence: fence, Now: r.opts.Now,
 	}, agg.Add)
 	if err != nil {
+		return res, err
+	}
+	if err := prices.Finish(); err != nil {
 		return res, err
 	}
 	rows, err := agg.Summary()
@@ -313,7 +316,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	}
 	res.Manifest = man
 	if cur.Manifest != nil && man.SameContent(cur.Manifest) &&
-		(!m.reprice || billed != nil && billed.Equal(rates)) {
+		(!m.reprice || cur.Manifest.Rates != nil && cur.Manifest.Rates.Equal(rates)) {
 		// Rebuilt to the same objects (a backfill or repair of an
 		// unchanged period): the revision stands.
 		if err := sess.Close(ctx); err != nil {

@@ -39,12 +39,16 @@ func commissionOf(t *testing.T, rows [][]string) string {
 // TestRateChangeKeepsBilledPrices is issue 15 point 7: tx-1 billed
 // 100.00 at 1000 bps (10.00); commission.default_bps then set to 900; a
 // late item of 35.00 lands in the same hour. The recheck restates the
-// period with the rates it was billed with: the adjustment is exactly the
-// late item's commission (+3.50), tx-1 stays at 10.00, and the manifest
-// records the rates. verify --repair --reprice then re-prices on purpose
-// (a new revision whose reason says so: 135.00 at 900 bps = 12.15, an
-// adjustment of -1.35), and a second verify is clean. A period billed for
-// the first time after the change is priced at 900.
+// period: tx-1 keeps the rate it was billed at (its line item in the
+// revision's transactions Parquet), the late item, never billed, is priced
+// at today's 900 bps, so the adjustment is exactly the late item's
+// commission at the new rate (+3.15), and the manifest records the table
+// it priced new transactions with. verify --repair and a backfill then
+// change nothing;
+// verify --repair --reprice re-prices on purpose (a new revision whose
+// reason says so: 135.00 at 900 bps = 12.15, an adjustment of -1.00), and
+// a second verify is clean. A period billed for the first time after the
+// change is priced at 900.
 func TestRateChangeKeepsBilledPrices(t *testing.T) {
 	backends(t, func(t *testing.T, s stack) {
 		e := newEnv(t, s)
@@ -69,19 +73,24 @@ func TestRateChangeKeepsBilledPrices(t *testing.T) {
 		if len(res.Rechecks) != 1 || !res.Rechecks[0].Restated() {
 			t.Fatalf("recheck %+v", res.Rechecks)
 		}
-		if got := commissionOf(t, e.agencyCSV("acme", "adjustments", hour(10))); got != "3.50" {
-			t.Errorf("adjustment commission %s, want 3.50 (the late item's only)", got)
+		if got := commissionOf(t, e.agencyCSV("acme", "adjustments", hour(10))); got != "3.15" {
+			t.Errorf("adjustment commission %s, want 3.15 (the late item's only, at 900 bps)", got)
 		}
-		if got := commissionOf(t, e.agencyCSV("acme", "summary", hour(10))); got != "13.50" {
-			t.Errorf("revision 2 commission %s, want 13.50", got)
+		if got := commissionOf(t, e.agencyCSV("acme", "summary", hour(10))); got != "13.15" {
+			t.Errorf("revision 2 commission %s, want 13.15", got)
 		}
-		for _, li := range e.agencyCSV("acme", "transactions", hour(10)) {
-			if li[8] != "1000" { // commission_bps
-				t.Errorf("line item %s billed at %s bps, want 1000", li[0], li[8])
+		wantBPS := map[string]string{"tx-1": "1000", "tx-late": "900"}
+		lines := e.agencyCSV("acme", "transactions", hour(10))
+		for _, li := range lines {
+			if li[8] != wantBPS[li[0]] { // commission_bps
+				t.Errorf("line item %s billed at %s bps, want %s", li[0], li[8], wantBPS[li[0]])
 			}
 		}
-		if m := e.manifest(hour(10)); m.Revision != 2 || m.Rates == nil || !m.Rates.Equal(pricing.Flat(1000)) {
-			t.Errorf("revision 2: revision %d, rates %+v", m.Revision, m.Rates)
+		if len(lines) != len(wantBPS) {
+			t.Errorf("revision 2 line items %q", lines)
+		}
+		if m := e.manifest(hour(10)); m.Revision != 2 || m.Rates == nil || !m.Rates.Equal(pricing.Flat(900)) {
+			t.Errorf("revision 2: revision %d, rates %+v, want 900 bps (what it priced new transactions with)", m.Revision, m.Rates)
 		}
 		if got := commissionOf(t, e.agencyCSV("acme", "summary", hour(11))); got != "9.00" {
 			t.Errorf("11:00 (first billed at 900) commission %s, want 9.00", got)
@@ -104,6 +113,14 @@ func TestRateChangeKeepsBilledPrices(t *testing.T) {
 		if m := e.manifest(hour(10)); m.Revision != 2 {
 			t.Errorf("verify --repair re-priced: revision %d", m.Revision)
 		}
+		// A backfill rebuilds both periods under today's 900 bps: each
+		// transaction at its billed rate reproduces the same objects, so
+		// nothing is published.
+		for _, pr := range e.run(jobAt("F", 900), job.RunOptions{Now: at(13, 0), Backfill: true, From: at(10, 0), To: at(12, 0)}).Periods {
+			if pr.Outcome != job.OutcomeUnchanged {
+				t.Errorf("backfill of %s after the rate change: %s revision %d", pr.Period.Name(), pr.Outcome, pr.Manifest.Revision)
+			}
+		}
 
 		checks := verify(job.VerifyOptions{Repair: true, Reprice: true})
 		if len(checks) != 2 || checks[0].Repaired != "repriced as revision 3" || checks[0].Differs ||
@@ -114,8 +131,8 @@ func TestRateChangeKeepsBilledPrices(t *testing.T) {
 		if m.Revision != 3 || m.Reason != report.ReasonReprice || !m.Rates.Equal(pricing.Flat(900)) {
 			t.Errorf("repriced manifest: revision %d reason %q rates %+v", m.Revision, m.Reason, m.Rates)
 		}
-		if got := commissionOf(t, e.agencyCSV("acme", "adjustments", hour(10))); got != "-1.35" {
-			t.Errorf("reprice adjustment commission %s, want -1.35", got)
+		if got := commissionOf(t, e.agencyCSV("acme", "adjustments", hour(10))); got != "-1.00" {
+			t.Errorf("reprice adjustment commission %s, want -1.00", got)
 		}
 		if got := commissionOf(t, e.agencyCSV("acme", "summary", hour(10))); got != "12.15" {
 			t.Errorf("repriced commission %s, want 12.15", got)
@@ -131,7 +148,8 @@ func TestRateChangeKeepsBilledPrices(t *testing.T) {
 
 // TestDatedRates: a default rate with a from date splits one period's
 // transactions by recorded_at, and the rebuild after a late item (with
-// today's configuration back to one flat rate) keeps that split.
+// today's configuration back to one flat rate) keeps that split; the late
+// item, never billed, is priced with today's flat rate.
 func TestDatedRates(t *testing.T) {
 	e := newEnv(t, embeddedStack)
 	dated := pricing.Table{
@@ -162,14 +180,14 @@ func TestDatedRates(t *testing.T) {
 	j = e.job("B")
 	j.Start, j.Rates = at(10, 0), pricing.Flat(1000)
 	e.run(j, job.RunOptions{Now: at(12, 2)})
-	want["late"] = "500"
+	want["late"] = "1000"
 	got := bps()
 	for id, w := range want {
 		if got[id] != w {
 			t.Errorf("after the restatement: %s billed at %s bps, want %s", id, got[id], w)
 		}
 	}
-	if got := commissionOf(t, e.agencyCSV("acme", "adjustments", hour(10))); got != "5.00" {
-		t.Errorf("adjustment commission %s, want 5.00", got)
+	if got := commissionOf(t, e.agencyCSV("acme", "adjustments", hour(10))); got != "10.00" {
+		t.Errorf("adjustment commission %s, want 10.00", got)
 	}
 }

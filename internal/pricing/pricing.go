@@ -1,17 +1,24 @@
 // Package pricing decides which commission rate a transaction is billed at.
-// It is the one place that says so:
+// It is the one place that says so (Pricer.Of):
 //
 //  1. the transaction's own commission_bps, when it has one;
-//  2. else its agency's rate (commission.agencies) in force at its
+//  2. else, when the period is being rebuilt (recheck, verify --repair,
+//     backfill), the rate its published revision billed the transaction
+//     at, when it billed it: a rebuilt period never re-prices a
+//     transaction it already billed (SPEC section 6);
+//  3. else its agency's rate (commission.agencies) in force at its
 //     recorded_at, when the agency has one in force then;
-//  3. else the default rate (commission.default_bps) in force at its
+//  4. else the default rate (commission.default_bps) in force at its
 //     recorded_at;
 //
-// looked up in the rate table the period was first billed with (recorded
-// in its manifest), not in today's configuration: a rebuilt period never
-// re-prices a transaction it already billed (SPEC section 6). Only an
-// explicit re-pricing (verify --repair --reprice) prices a billed period
-// with today's table. See ForPeriod.
+// 3 and 4 looked up in today's configuration, so that a transaction new
+// to a period (a late item) is priced like any transaction billed today.
+// The billed rates come from the revision's line items (its transactions
+// Parquet); a revision published without line items (report.line_items
+// false) has none, and its rebuild prices every transaction with the
+// table its manifest records instead. Only an explicit re-pricing
+// (verify --repair --reprice) prices a billed period with today's table
+// throughout. See ForPeriod.
 package pricing
 
 import (
@@ -62,7 +69,8 @@ type Table struct {
 // rates.
 func Flat(bps int32) Table { return Table{Default: Schedule{{BPS: bps}}} }
 
-// Of returns the rate tx is billed at under t (see the package doc).
+// Of returns the rate t gives tx: rules 1, 3 and 4 of the package doc
+// (Pricer.Of adds rule 2).
 func (t Table) Of(tx *item.Transaction) int32 {
 	if tx.HasBPS {
 		return tx.BPS
@@ -83,19 +91,45 @@ func equal(a, b Schedule) bool {
 	return slices.EqualFunc(a, b, func(x, y Rate) bool { return x.BPS == y.BPS && x.From.Equal(y.From) })
 }
 
-// ForPeriod returns the table a build of a period prices with, billed
-// being the table its published revision recorded (nil: none published,
-// or a manifest from before rates were recorded) and current today's
-// configuration. A period is priced with the table it was first billed
-// with, so that a restatement for late items changes the period by
-// exactly those items (a late item is priced with the period's table
-// too: a period has one rate table). Today's table applies to a period
-// billed for the first time, to one whose manifest recorded no table
-// (which is then taken to have used today's, once: the next revision
-// records it), and when reprice asks for it (verify --repair --reprice).
-func ForPeriod(billed *Table, current Table, reprice bool) Table {
-	if billed == nil || reprice {
-		return current
+// Revision is what a period's published revision tells about the rates
+// it billed.
+type Revision struct {
+	// Table is the table its manifest records (report.Manifest.Rates);
+	// nil for a manifest from before rates were recorded.
+	Table *Table
+	// Billed are the rates its line items billed its transactions at; nil
+	// when it has no line items (report.line_items false).
+	Billed *Billed
+	// Transactions is how many transactions it billed.
+	Transactions int64
+}
+
+// ForPeriod returns the Pricer of a build of a period whose published
+// revision is rev (nil: none, the period is billed for the first time),
+// current being today's configuration:
+//
+//   - a first billing, a revision that billed nothing, or a re-pricing
+//     (reprice: verify --repair --reprice): today's table for every
+//     transaction;
+//   - a revision with line items: each transaction it billed keeps the
+//     rate it was billed at, a transaction new to the period gets today's
+//     table;
+//   - a revision without line items: the table its manifest records for
+//     every transaction, the new ones included (one table for the period:
+//     the per-transaction rates were not kept), or today's table when it
+//     records none (taken to have been billed with it, once: the next
+//     revision records it).
+//
+// The Pricer's Table is what the new revision's manifest records.
+func ForPeriod(rev *Revision, current Table, reprice bool) *Pricer {
+	switch {
+	case rev == nil || reprice || rev.Transactions == 0:
+		return current.Pricer()
+	case rev.Billed != nil:
+		return &Pricer{table: current, billed: rev.Billed}
+	case rev.Table != nil:
+		return rev.Table.Pricer()
+	default:
+		return current.Pricer()
 	}
-	return *billed
 }

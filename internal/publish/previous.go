@@ -42,6 +42,21 @@ func (pb *Publisher) PreviousAdjustments(ctx context.Context, cur *Current, dir 
 	return encode.ReadAdjustmentsParquet(f, n)
 }
 
+// PreviousLineRates calls fn with the transaction_id and commission_bps
+// of every line item of cur's published revision (the rates it billed its
+// transactions at), read from its transactions Parquet, in file order.
+// listed is false when the revision lists no transactions file (it was
+// published without line items): fn is then never called.
+func (pb *Publisher) PreviousLineRates(ctx context.Context, cur *Current, dir string, fn func(id []byte, bps int32) error) (listed bool, err error) {
+	f, n, err := pb.download(ctx, cur, report.DatasetTransactions, dir)
+	if err != nil || f == nil {
+		return false, err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	return true, encode.ReadLineItemRates(f, n, fn)
+}
+
 // download fetches the dataset's object that cur's manifest lists into a
 // temp file in dir, checked against the manifest's size and SHA-256; nil
 // when the manifest lists none.
