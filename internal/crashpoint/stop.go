@@ -15,13 +15,13 @@ import (
 // reached, and goes on where it stopped when the test sends SIGCONT.
 //
 //	RJTEST_STOP_AT=fenced-write:3   the third fenced write request, stopped
-//	                                after its first lease check, before the
-//	                                HTTP transport has it
+//	                                when its first bytes are about to be
+//	                                written to the connection
 const StopEnvVar = "RJTEST_STOP_AT"
 
 // The stop points.
 const (
-	FencedWrite Point = "fenced-write" // a write request passed fence.Client's check
+	FencedWrite Point = "fenced-write" // a fenced write request's first bytes are about to be written
 )
 
 var (
@@ -46,9 +46,10 @@ func loadStop() {
 }
 
 // Stop stops the process (SIGSTOP) if p is the configured stop point and
-// this is its Nth hit. It returns when the process is continued. It is safe
+// this is its Nth hit; what (the request, say) goes into the message on
+// standard error. It returns when the process is continued. It is safe
 // for concurrent use and costs a comparison when unset.
-func Stop(p Point) {
+func Stop(p Point, what string) {
 	stopOnce.Do(loadStop)
 	if stopTarget == "" || p != stopTarget {
 		return
@@ -56,6 +57,6 @@ func Stop(p Point) {
 	if stopHits.Add(1) != stopNth {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "stop point %s:%d reached: stopping the process\n", p, stopNth)
+	fmt.Fprintf(os.Stderr, "stop point %s:%d reached (%s): stopping the process\n", p, stopNth, what)
 	syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 }

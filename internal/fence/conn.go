@@ -59,12 +59,22 @@ func wrapDial(dial func(ctx context.Context, network, addr string) (net.Conn, er
 // only once its body is whole and its signature checked).
 type conn struct {
 	net.Conn
-	checker atomic.Pointer[Checker]
+	bound atomic.Pointer[binding]
+}
+
+// binding is the fenced request a connection is writing.
+type binding struct {
+	ch      Checker
+	req     *http.Request
+	started atomic.Bool // its first Write was reached
 }
 
 func (c *conn) Write(b []byte) (int, error) {
-	if ch := c.checker.Load(); ch != nil {
-		if err := (*ch).Check(); err != nil {
+	if bd := c.bound.Load(); bd != nil {
+		if !bd.started.Swap(true) {
+			beforeSocket(bd.req)
+		}
+		if err := bd.ch.Check(); err != nil {
 			c.Conn.Close()
 			return 0, &Error{Err: err}
 		}
@@ -75,13 +85,14 @@ func (c *conn) Write(b []byte) (int, error) {
 	return c.Conn.Write(b)
 }
 
-// bind makes c check ch (nil: nothing) before its next writes.
-func (c *conn) bind(ch Checker) {
+// bind makes c check ch (nil: nothing) before its next writes, those of
+// req.
+func (c *conn) bind(ch Checker, req *http.Request) {
 	if ch == nil {
-		c.checker.Store(nil)
+		c.bound.Store(nil)
 		return
 	}
-	c.checker.Store(&ch)
+	c.bound.Store(&binding{ch: ch, req: req})
 }
 
 // fencedConn returns the fenced connection under nc (a TLS connection's
@@ -104,7 +115,7 @@ func fencedConn(nc net.Conn) *conn {
 // request (a retry inside the transport may take another one). A fenced
 // write given a connection that is not fenced closes it and sets
 // unfenced.
-func bindTrace(ctx context.Context, ch Checker, unfenced *atomic.Bool) context.Context {
+func bindTrace(ctx context.Context, ch Checker, req *http.Request, unfenced *atomic.Bool) context.Context {
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
 			c := fencedConn(info.Conn)
@@ -115,7 +126,7 @@ func bindTrace(ctx context.Context, ch Checker, unfenced *atomic.Bool) context.C
 				}
 				return
 			}
-			c.bind(ch)
+			c.bind(ch, req)
 		},
 	})
 }

@@ -104,7 +104,7 @@ func (c Client) Do(r *http.Request) (*http.Response, error) {
 		afterCheck(r)
 	}
 	var unfenced atomic.Bool
-	resp, err := c.Inner.Do(r.WithContext(bindTrace(r.Context(), ch, &unfenced)))
+	resp, err := c.Inner.Do(r.WithContext(bindTrace(r.Context(), ch, r, &unfenced)))
 	if err != nil {
 		// Refused at the socket, or failed otherwise while the lease
 		// went: either way the run writes nothing more.
@@ -119,10 +119,17 @@ func (c Client) Do(r *http.Request) (*http.Response, error) {
 }
 
 // afterCheck is called after a write request passed Client.Do's check,
-// before the transport has it: a stall there (the process stopped) is
-// what the socket check is for. The RJTEST_STOP_AT point fenced-write
-// stops the process there.
-var afterCheck = func(*http.Request) { crashpoint.Stop(crashpoint.FencedWrite) }
+// before the transport has it; beforeSocket when the transport is about
+// to write the first bytes of a fenced request to its connection, before
+// the socket check. A stall at either (the process stopped) is what the
+// socket check is for: the RJTEST_STOP_AT point fenced-write stops the
+// process at the second, where a stalled request is furthest along.
+var (
+	afterCheck   = func(*http.Request) {}
+	beforeSocket = func(r *http.Request) {
+		crashpoint.Stop(crashpoint.FencedWrite, r.Method+" "+r.URL.Path+" "+r.Header.Get("X-Amz-Target"))
+	}
+)
 
 // S3Write reports whether r writes to S3: every method but GET and HEAD.
 func S3Write(r *http.Request) bool { return r.Method != http.MethodGet && r.Method != http.MethodHead }

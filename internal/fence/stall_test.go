@@ -38,44 +38,50 @@ func TestClientStalledAfterCheck(t *testing.T) {
 		defer srv.Close()
 		c := testClient(srv)
 		f := &flip{}
-		defer func(h func(*http.Request)) { afterCheck = h }(afterCheck)
-		afterCheck = func(*http.Request) { f.lost.Store(true) } // the lease expires during the stall
-		for _, tc := range []struct {
-			name, method, body string
-		}{
-			{"BatchWriteItem-like POST", http.MethodPost, `{"RequestItems":{}}`},
-			{"DELETE without a body", http.MethodDelete, ""},
-			{"PUT of 1 MiB", http.MethodPut, strings.Repeat("x", 1<<20)},
-		} {
-			// Once on a new connection, once on a reused one.
-			for round := range 2 {
-				f.lost.Store(false)
-				// A read first, so that round 1 reuses its connection.
-				get(t, c, srv.URL)
-				before := whole.Load()
-				ctx := WithContext(context.Background(), f)
-				req, _ := http.NewRequestWithContext(ctx, tc.method, srv.URL, strings.NewReader(tc.body))
-				if tc.body == "" {
-					req.Body, req.ContentLength = nil, 0
-				}
-				resp, err := c.Do(req)
-				if resp != nil {
-					resp.Body.Close()
-				}
-				if n := whole.Load() - before; n != 0 {
-					t.Errorf("%s %s round %d: the server got the request whole (%d) after the lease expired (err %v)",
-						srv.URL[:5], tc.name, round, n, err)
-				}
-				var fe *Error
-				if !errors.As(err, &fe) || !errors.Is(err, errLost) || fe.RetryableError() {
-					t.Errorf("%s %s round %d: err %v, want a non-retryable *Error wrapping the Checker's", srv.URL[:5], tc.name, round, err)
+		defer func(a, b func(*http.Request)) { afterCheck, beforeSocket = a, b }(afterCheck, beforeSocket)
+		expire := func(*http.Request) { f.lost.Store(true) } // the lease expires during the stall
+		for _, stall := range []string{"after Do's check", "before the socket"} {
+			afterCheck, beforeSocket = expire, func(*http.Request) {}
+			if stall == "before the socket" {
+				afterCheck, beforeSocket = beforeSocket, afterCheck
+			}
+			for _, tc := range []struct {
+				name, method, body string
+			}{
+				{"BatchWriteItem-like POST", http.MethodPost, `{"RequestItems":{}}`},
+				{"DELETE without a body", http.MethodDelete, ""},
+				{"PUT of 1 MiB", http.MethodPut, strings.Repeat("x", 1<<20)},
+			} {
+				// Once on a new connection, once on a reused one.
+				for round := range 2 {
+					f.lost.Store(false)
+					// A read first, so that round 1 reuses its connection.
+					get(t, c, srv.URL)
+					before := whole.Load()
+					ctx := WithContext(context.Background(), f)
+					req, _ := http.NewRequestWithContext(ctx, tc.method, srv.URL, strings.NewReader(tc.body))
+					if tc.body == "" {
+						req.Body, req.ContentLength = nil, 0
+					}
+					resp, err := c.Do(req)
+					if resp != nil {
+						resp.Body.Close()
+					}
+					if n := whole.Load() - before; n != 0 {
+						t.Errorf("%s %s round %d, stalled %s: the server got the request whole (%d) after the lease expired (err %v)",
+							srv.URL[:5], tc.name, round, stall, n, err)
+					}
+					var fe *Error
+					if !errors.As(err, &fe) || !errors.Is(err, errLost) || fe.RetryableError() {
+						t.Errorf("%s %s round %d, stalled %s: err %v, want a non-retryable *Error wrapping the Checker's", srv.URL[:5], tc.name, round, stall, err)
+					}
 				}
 			}
 		}
 		// A request without a Checker (aborting a multipart upload after the
 		// lease is gone) still goes out, on a connection a fenced request
 		// used before.
-		afterCheck = func(*http.Request) {}
+		afterCheck, beforeSocket = func(*http.Request) {}, func(*http.Request) {}
 		before := whole.Load()
 		req, _ := http.NewRequestWithContext(Without(WithContext(context.Background(), f)), http.MethodDelete, srv.URL, nil)
 		resp, err := c.Do(req)
