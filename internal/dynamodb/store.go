@@ -245,7 +245,9 @@ func NewClient(ctx context.Context, c ClientConfig) (*dynamodb.Client, error) {
 	opts := []func(*config.LoadOptions) error{
 		// A request that hangs (a server that accepts and never answers)
 		// would keep a run alive, and renewing its lease, forever.
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(timeout)),
+		// Its connections check the lease fence right before each write
+		// to the socket (fence.Transport).
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(timeout).WithTransportOptions(fence.Transport)),
 		config.WithRetryer(func() aws.Retryer {
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = clientMaxAttempts

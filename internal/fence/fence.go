@@ -13,6 +13,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
+
+	"github.com/reportjob/reportjob/internal/crashpoint"
 )
 
 // Checker tells whether the run still holds its lease: nil while it
@@ -37,7 +40,16 @@ func Without(ctx context.Context) context.Context {
 
 // Check asks ctx's Checker, if any.
 func Check(ctx context.Context) error {
+	return check(checkerOf(ctx))
+}
+
+// checkerOf returns ctx's Checker, nil when it has none.
+func checkerOf(ctx context.Context) Checker {
 	c, _ := ctx.Value(ctxKey{}).(Checker)
+	return c
+}
+
+func check(c Checker) error {
 	if c == nil {
 		return nil
 	}
@@ -64,8 +76,18 @@ type Doer interface {
 	Do(*http.Request) (*http.Response, error)
 }
 
-// Client refuses, before sending it, a write request whose context's
-// Checker fails; it passes every other request to Inner.
+// Client fences the write requests of a run: it refuses a write whose
+// context's Checker fails before handing it to Inner, and binds the
+// Checker to the connection the transport gives the request, which checks
+// it again right before each write to the socket (see Transport, which
+// Inner's transport must have applied: a fenced write on a connection that
+// is not fenced fails with ErrUnfenced). Every other request passes.
+//
+// The guarantee: no byte of a fenced write is handed to the kernel unless
+// the Checker passed just before, in the same goroutine, with only the
+// write system call in between; a request is applied only once its last
+// byte arrived. A write that the socket check refuses fails with *Error,
+// which no retryer retries.
 type Client struct {
 	Inner   Doer
 	IsWrite func(*http.Request) bool
@@ -73,13 +95,41 @@ type Client struct {
 
 // Do implements Doer.
 func (c Client) Do(r *http.Request) (*http.Response, error) {
+	var ch Checker
 	if c.IsWrite(r) {
-		if err := Check(r.Context()); err != nil {
+		ch = checkerOf(r.Context())
+		if err := check(ch); err != nil {
 			return nil, err
 		}
+		afterCheck(r)
 	}
-	return c.Inner.Do(r)
+	var unfenced atomic.Bool
+	resp, err := c.Inner.Do(r.WithContext(bindTrace(r.Context(), ch, r, &unfenced)))
+	if err != nil {
+		// Refused at the socket, or failed otherwise while the lease
+		// went: either way the run writes nothing more.
+		if ferr := check(ch); ferr != nil {
+			return nil, ferr
+		}
+		if unfenced.Load() {
+			return nil, fmt.Errorf("%w: %w", ErrUnfenced, err)
+		}
+	}
+	return resp, err
 }
+
+// afterCheck is called after a write request passed Client.Do's check,
+// before the transport has it; beforeSocket when the transport is about
+// to write the first bytes of a fenced request to its connection, before
+// the socket check. A stall at either (the process stopped) is what the
+// socket check is for: the RJTEST_STOP_AT point fenced-write stops the
+// process at the second, where a stalled request is furthest along.
+var (
+	afterCheck   = func(*http.Request) {}
+	beforeSocket = func(r *http.Request) {
+		crashpoint.Stop(crashpoint.FencedWrite, r.Method+" "+r.URL.Path+" "+r.Header.Get("X-Amz-Target"))
+	}
+)
 
 // S3Write reports whether r writes to S3: every method but GET and HEAD.
 func S3Write(r *http.Request) bool { return r.Method != http.MethodGet && r.Method != http.MethodHead }

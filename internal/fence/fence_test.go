@@ -21,7 +21,7 @@ func TestClient(t *testing.T) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer srv.Close()
-	c := Client{Inner: srv.Client(), IsWrite: S3Write}
+	c := testClient(srv)
 	ok, lost := &checker{}, &checker{err: errLost}
 	for _, tc := range []struct {
 		method  string
@@ -55,6 +55,24 @@ func TestClient(t *testing.T) {
 			t.Errorf("%s refused: err %v, want a non-retryable *Error wrapping the Checker's", tc.method, err)
 		}
 	}
+}
+
+// TestClientUnfencedTransport: a fenced write through a transport that
+// fence.Transport did not prepare fails, and never reaches the server.
+func TestClientUnfencedTransport(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	c := Client{Inner: srv.Client(), IsWrite: S3Write}
+	req, _ := http.NewRequestWithContext(WithContext(context.Background(), &checker{}), http.MethodPut, srv.URL, nil)
+	resp, err := c.Do(req)
+	if resp != nil {
+		resp.Body.Close()
+	}
+	if !errors.Is(err, ErrUnfenced) || hits.Load() != 0 {
+		t.Errorf("fenced PUT over an unfenced transport: err %v, %d requests at the server; want ErrUnfenced and none", err, hits.Load())
+	}
+	get(t, c, srv.URL) // reads pass
 }
 
 func TestDynamoDBWrite(t *testing.T) {

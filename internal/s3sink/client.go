@@ -59,7 +59,9 @@ func NewClient(ctx context.Context, c ClientConfig) (*s3.Client, error) {
 		timeout = c.RequestTimeout
 	}
 	opts := []func(*config.LoadOptions) error{
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(timeout)),
+		// Its connections check the lease fence right before each write
+		// to the socket (fence.Transport).
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(timeout).WithTransportOptions(fence.Transport)),
 	}
 	if c.MaxBackoff > 0 {
 		opts = append(opts, config.WithRetryer(func() aws.Retryer {
