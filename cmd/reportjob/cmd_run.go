@@ -36,7 +36,7 @@ type runSummary struct {
 	Objects           int    `json:"objects_written"`
 	Rechecks          int    `json:"rechecks"`
 	RechecksRemaining int    `json:"rechecks_remaining"`
-	RechecksFailed    int    `json:"rechecks_failed"` // still owed: the next run retries them
+	RechecksFailed    int    `json:"rechecks_failed,omitempty"` // still owed: the next run retries them
 	Restated          int    `json:"restated"`
 	LateItems         int64  `json:"late_items"`
 	DurationMS        int64  `json:"duration_ms"`

@@ -47,7 +47,7 @@ func TestRecheckFailureExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum = h.mustRun(exitOK, "run", "--now", "2024-03-02T02:30:00Z")
-	if sum["status"] != "ok" || sum["rechecks"] != float64(1) || sum["restated"] != float64(1) || sum["rechecks_failed"] != float64(0) {
+	if sum["status"] != "ok" || sum["rechecks"] != float64(1) || sum["restated"] != float64(1) || sum["rechecks_failed"] != nil {
 		t.Fatalf("retry: %v", sum)
 	}
 }
