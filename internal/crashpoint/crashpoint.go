@@ -48,18 +48,21 @@ var (
 	hits   atomic.Int64
 )
 
-func load() {
-	v := os.Getenv(EnvVar)
+func load() { target, nth = parse(os.Getenv(EnvVar)) }
+
+// parse reads "POINT" or "POINT:N" (N >= 1, default 1); "" is no point.
+func parse(v string) (Point, int64) {
 	if v == "" {
-		return
+		return "", 0
 	}
 	name, n, _ := strings.Cut(v, ":")
-	target, nth = Point(name), 1
+	k := int64(1)
 	if n != "" {
-		if k, err := strconv.ParseInt(n, 10, 64); err == nil && k > 0 {
-			nth = k
+		if x, err := strconv.ParseInt(n, 10, 64); err == nil && x > 0 {
+			k = x
 		}
 	}
+	return Point(name), k
 }
 
 // Hit kills the process if p is the configured point and this is its Nth

@@ -3,8 +3,6 @@ package crashpoint
 import (
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -31,19 +29,7 @@ var (
 	stopHits   atomic.Int64
 )
 
-func loadStop() {
-	v := os.Getenv(StopEnvVar)
-	if v == "" {
-		return
-	}
-	name, n, _ := strings.Cut(v, ":")
-	stopTarget, stopNth = Point(name), 1
-	if n != "" {
-		if k, err := strconv.ParseInt(n, 10, 64); err == nil && k > 0 {
-			stopNth = k
-		}
-	}
-}
+func loadStop() { stopTarget, stopNth = parse(os.Getenv(StopEnvVar)) }
 
 // Stop stops the process (SIGSTOP) if p is the configured stop point and
 // this is its Nth hit; what (the request, say) goes into the message on
