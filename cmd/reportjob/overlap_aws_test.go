@@ -64,15 +64,16 @@ var zombieEpisodes = []zombieEpisode{
 	// Default: every other upload waits for the intent's answer; none has
 	// passed its last fence check when the holder stops.
 	{name: "run-first-s3-write", items: 6, stopAt: func(r recReq, s3, _ int) bool { return r.Op == "" && s3 == 1 }},
-	{name: "run-mid-claims", items: 400,
-		stopAt: func(r recReq, _, ddb int) bool { return r.Op == "BatchWriteItem" && ddb == 3 }},
+	// The second claims BatchWriteItem (after the claim writer's
+	// registration and its id list chunk).
+	{name: "run-mid-claims", items: 400, stopAt: nthOp("BatchWriteItem", 2)},
 	// Deterministic: the one claims BatchWriteItem of the period (20
 	// items: the claims and the id list in one batch, sent by the claim
 	// writer's Commit, which waits for it) stopped when the transport is
 	// about to write it, after fence.Client.Do's check: the failure seen
 	// under load (a claims batch sent 15 ms after SIGCONT). The check at
 	// the socket refuses it.
-	{name: "run-claims-stalled-after-check", items: 20, stopPoint: "fenced-write:1", stopWhat: "BatchWriteItem"},
+	{name: "run-claims-stalled-after-check", items: 20, stopPoint: "fenced-write@BatchWriteItem:1", stopWhat: "BatchWriteItem"},
 	// Long mode.
 	{name: "run-fourth-s3-write", items: 6, stopAt: func(r recReq, s3, _ int) bool { return r.Op == "" && s3 == 4 }},
 	{name: "run-manifest", items: 6, stopAt: func(r recReq, _, _ int) bool {
@@ -80,6 +81,17 @@ var zombieEpisodes = []zombieEpisode{
 	}},
 	{name: "backfill-claims-list", backfill: true, items: 6,
 		stopAt: func(r recReq, _, _ int) bool { return r.Op == "BatchWriteItem" }},
+}
+
+// nthOp stops at the nth DynamoDB write request of operation op.
+func nthOp(op string, n int) func(r recReq, s3, ddb int) bool {
+	seen := 0
+	return func(r recReq, _, _ int) bool {
+		if r.Op == op {
+			seen++
+		}
+		return r.Op == op && seen == n
+	}
 }
 
 func TestOverlapAWS(t *testing.T) {
