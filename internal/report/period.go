@@ -2,7 +2,6 @@ package report
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -64,21 +63,6 @@ func (p Period) Quarters() []time.Time {
 		qs = append(qs, t)
 	}
 	return qs
-}
-
-// Due returns the periods due at now on a grid of period d with no
-// recorded epochs (Grid.Due).
-func Due(checkpoint, start, now time.Time, d, lateness time.Duration, max int) (due []Period, remaining int, err error) {
-	return Grid{Checkpoint: checkpoint, Start: start, Period: d}.Due(now, lateness, max)
-}
-
-// Range returns the periods in [from, to) of length d (Grid.Range of a
-// grid of period d from from).
-func Range(from, to time.Time, d time.Duration) ([]Period, error) {
-	if !Aligned(from, d) {
-		return nil, fmt.Errorf("--from %s is not a period boundary (period %s, aligned to UTC midnight)", from.UTC().Format(time.RFC3339), FormatDuration(d))
-	}
-	return Grid{Start: from, Period: d}.Range(from, to)
 }
 
 // ReadShards is the shard count period p is read with: keys.shards, or
