@@ -56,7 +56,7 @@ func TestFaults(t *testing.T) {
 	start := time.Now()
 
 	s.ingestJSONL("phase0.jsonl", faultItems(), faultNow0)
-	periods, err := report.Range(faultDay, faultDay.Add(4*time.Hour), time.Hour)
+	periods, err := report.Grid{Start: faultDay, Period: time.Hour}.Range(faultDay, faultDay.Add(4*time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
