@@ -1,0 +1,95 @@
+// Package statement builds the monthly statements (the close): one
+// statement per agency per calendar month of statements.timezone, draft
+// until the month's close, then final and never changed again. A
+// restatement of a period whose month is final is booked as a prior-period
+// adjustment in the next month that is not final. Statements are built
+// from the delivered record only (period manifests and summaries), through
+// the same sink as the periods.
+package statement
+
+import (
+	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+// Status is a statement's state: draft until the month closes, then final.
+type Status string
+
+// Statuses.
+const (
+	Draft Status = "draft"
+	Final Status = "final"
+)
+
+// Totals are counts and amounts in minor units of one currency. Net is
+// Gross - Refunds; Commission is the sum of the line commissions (refunds
+// negative). In an Adjustment they are differences.
+type Totals struct {
+	PurchaseCount, RefundCount int64
+	Gross, Refunds, Net        money.Total
+	Commission                 money.Total
+}
+
+// Agency is one agency's statement of a month: everything its files
+// (statement-H.csv, .pdf, .parquet) show. Slices are sorted as documented
+// so that the same statement always renders to the same bytes.
+type Agency struct {
+	Job      string
+	AgencyID string // the original id, any script
+	Month    string // YYYY-MM in Zone
+	Zone     string // IANA name of statements.timezone, e.g. "Europe/Paris" or "UTC"
+	Status   Status
+	Revision int // the month's statement_revision (1, 2, ...)
+	// ClosesAt is when (RFC 3339, UTC) a draft becomes final at the latest
+	// (month end + statements.close_after); empty for a final statement.
+	ClosesAt string
+	// Lines is one line per currency, sorted by currency code.
+	Lines []Line
+	// Days is the month's own periods per day (in Zone) and currency,
+	// only days with activity, sorted by date then currency.
+	Days []Day
+	// Adjustments are the prior-period adjustments booked in this month,
+	// sorted by period start then currency.
+	Adjustments []Adjustment
+	// Periods are the month's periods this statement covers, ascending:
+	// the audit chain from a statement line down to the period files.
+	Periods []PeriodRef
+}
+
+// Line is an agency's month in one currency.
+type Line struct {
+	Currency money.Currency
+	Totals   // the month's own periods
+	// PriorPeriodAdjustments is the commission of the adjustments booked
+	// in this month; CommissionDue = Commission + PriorPeriodAdjustments.
+	PriorPeriodAdjustments money.Total
+	CommissionDue          money.Total
+}
+
+// Day is one day (in the statement's zone) in one currency.
+type Day struct {
+	Date     string // YYYY-MM-DD
+	Currency money.Currency
+	Totals
+}
+
+// Adjustment is a prior-period adjustment: what a restatement of a period
+// of a final month changed, booked in a later month, per currency.
+type Adjustment struct {
+	Period report.Period
+	Month  string // the period's own month, YYYY-MM
+	// FromRevision is the revision earlier statements billed; ToRevision
+	// the one this adjustment brings it to.
+	FromRevision, ToRevision int
+	Reason                   string // the ToRevision manifest's reason: recheck, backfill, verify --repair
+	Currency                 money.Currency
+	Totals                   // differences ToRevision - FromRevision, negative when it takes away
+}
+
+// PeriodRef names one period revision a statement covers.
+type PeriodRef struct {
+	Period         report.Period
+	Revision       int
+	ManifestKey    string // manifests/period=P/manifest.json
+	ManifestSHA256 string // of that manifest's bytes
+}
