@@ -18,6 +18,7 @@ import (
 	"github.com/reportjob/reportjob/internal/config"
 	"github.com/reportjob/reportjob/internal/embedded"
 	"github.com/reportjob/reportjob/internal/job"
+	lookups "github.com/reportjob/reportjob/internal/lookup"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -33,11 +34,16 @@ const (
 	exitUsage     = 2 // bad usage or config
 	exitLeaseHeld = 3 // lease held elsewhere
 	exitDiffers   = 4 // verify found differences
+	exitRejects   = 5 // run --fail-on-rejects published periods with rejects
 )
 
 // errDiffers is returned by verify when a period differs from its
 // manifest.
 var errDiffers = errors.New("verify found differences")
+
+// errRejects is returned by run --fail-on-rejects when the periods it
+// published have rejects (published all the same: nothing is lost).
+var errRejects = errors.New("the periods published have rejects")
 
 // usageError is a bad command line.
 type usageError struct{ msg string }
@@ -54,8 +60,10 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.Is(err, errDiffers):
 		return exitDiffers
+	case errors.Is(err, errRejects):
+		return exitRejects
 	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, job.ErrBadRange),
-		errors.Is(err, job.ErrClockAhead):
+		errors.Is(err, job.ErrClockAhead), errors.Is(err, lookups.ErrBadCursor):
 		return exitUsage
 	case errors.Is(err, checkpoint.ErrLeaseHeld), errors.Is(err, embedded.ErrLocked):
 		return exitLeaseHeld
@@ -84,11 +92,13 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"run", "[--backfill --from T --to T] [--dry-run] [--now T]", "process due periods, then due rechecks, once and exit", cmdRun},
+		{"run", "[--backfill --from T --to T] [--dry-run] [--fail-on-rejects] [--now T]", "process due periods, then due rechecks, once and exit", cmdRun},
 		{"schedule", "[--grace D]", "run on schedule.cron until SIGTERM/SIGINT", cmdSchedule},
 		{"verify", "--from T --to T | --last D; [--repair [--reprice]] [--now T]", "compare delivered periods with their items and objects", cmdVerify},
 		{"ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late] [--now T]", "write transactions", cmdIngest},
 		{"status", "[--json] [--now T]", "checkpoint, how far behind, lease holder, rechecks, restatements", cmdStatus},
+		{"transactions", "--agency A | --id TX; [--from T] [--to T] [--limit N] [--cursor C] [--json]", "an agency's billed lines newest first, or where one transaction was billed or rejected", cmdTransactions},
+		{"rejects", "[--from T] [--to T] [--agency A] [--limit N] [--cursor C] [--json]", "the rejects of the delivered periods, newest first, with their reasons", cmdRejects},
 		{"init", "", "create the tables (or the embedded file) and the bucket (or folder)", cmdInit},
 		{"demo", "[--dir DIR] [--transactions N] [--agencies K] [--seed S] [--top N]", "generate a day of transactions, run, print a summary", cmdDemo},
 		{"version", "", "print the version", cmdVersion},
@@ -103,7 +113,8 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "\nT is RFC 3339 (2024-05-01T13:00:00Z) or YYYY-MM-DD (UTC).\n"+
 		"The config file defaults to ./config.yaml (env REPORTJOB_CONFIG); any key can be overridden\n"+
 		"with REPORTJOB_<KEY_PATH>, e.g. REPORTJOB_SINK_URL. Run 'reportjob COMMAND -h' for a command's flags.\n"+
-		"Exit codes: 0 done, 1 failed, 2 bad usage or config, 3 lease held elsewhere, 4 verify found differences.\n")
+		"Exit codes: 0 done, 1 failed, 2 bad usage or config, 3 lease held elsewhere, 4 verify found differences,\n"+
+		"5 run --fail-on-rejects published periods with rejects.\n")
 }
 
 // run is the whole program: main only wires the process to it.
@@ -155,7 +166,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	c.base = newLogger(cfg, stderr)
 	c.log = c.base.With(job.LogJob, cfg.JobName, job.LogRunID, c.runID)
 	err = cmd.run(ctx, c, fs.Args()[1:])
-	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) {
+	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) && !errors.Is(err, errRejects) {
 		c.log.Error(name+" failed", "err", err)
 	}
 	if errors.Is(err, flag.ErrHelp) {
@@ -170,7 +181,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 // printFailure prints the summary line of a command that failed before it
 // could print its own (bad flags or config, a store that cannot be opened).
 func printFailure(w io.Writer, command, job, runID string, err error) {
-	status := map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held", exitDiffers: "differs"}[exitCode(err)]
+	status := map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held", exitDiffers: "differs", exitRejects: "rejects"}[exitCode(err)]
 	if status == "" {
 		status = "failed"
 	}

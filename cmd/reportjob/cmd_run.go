@@ -43,6 +43,9 @@ type runSummary struct {
 	LeaseHolder       string `json:"lease_holder,omitempty"`
 	LeaseExpires      string `json:"lease_expires,omitempty"`
 	Error             string `json:"error,omitempty"`
+	// rejectPeriods counts the published periods with rejects (not in
+	// the line: rejects counts them).
+	rejectPeriods int
 }
 
 func cmdRun(ctx context.Context, c *cli, args []string) error {
@@ -53,6 +56,7 @@ func cmdRun(ctx context.Context, c *cli, args []string) error {
 	fs.Var(&to, "to", "backfill end, exclusive (a period boundary, not beyond now - lateness)")
 	dry := fs.Bool("dry-run", false, "read and build everything, list what would be written, write nothing")
 	fs.Var(&now, "now", "fix the report clock (replay and tests)")
+	failOnRejects := fs.Bool("fail-on-rejects", false, "exit 5 when the periods published have rejects (after publishing them)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -63,7 +67,10 @@ func cmdRun(ctx context.Context, c *cli, args []string) error {
 	case !*backfill && (!from.t.IsZero() || !to.t.IsZero()):
 		return usagef("run: --from and --to go with --backfill")
 	}
-	_, err := c.runOnce(ctx, opts)
+	sum, err := c.runOnce(ctx, opts)
+	if err == nil && *failOnRejects && sum.rejectPeriods > 0 {
+		return fmt.Errorf("%d period(s) published with rejects: %w", sum.rejectPeriods, errRejects)
+	}
 	return err
 }
 
@@ -126,6 +133,7 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 	if err != nil {
 		sum.Error = err.Error()
 	}
+	sum.rejectPeriods = c.rejectNote(res, opts.DryRun)
 	c.printJSON(sum)
 	c.pushMetrics(ctx, sum, res, started, err == nil, opts)
 	return sum, err

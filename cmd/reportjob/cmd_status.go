@@ -39,6 +39,7 @@ type statusReport struct {
 	NextRecheckAt   string           `json:"next_recheck_at,omitempty"`
 	Restated        []statusRestated `json:"restated"`
 	Lease           *statusLease     `json:"lease,omitempty"`
+	RejectsLastDay  *statusRejects   `json:"rejects_last_day,omitempty"`
 	Note            string           `json:"note,omitempty"`
 }
 
@@ -116,6 +117,11 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		r.NextPeriodEnd = next.End.Format(time.RFC3339)
 		r.NextDueAt = next.End.Add(cfg.Lateness).Format(time.RFC3339)
 	}
+	if !state.Checkpoint.IsZero() {
+		if r.RejectsLastDay, err = c.lastDayRejects(ctx, st, grid, state.Checkpoint, now.t); err != nil {
+			c.log.Warn("status: read the rejects of the last day", "err", err)
+		}
+	}
 	if *asJSON {
 		c.printJSON(r)
 		return nil
@@ -160,6 +166,7 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		}
 		fmt.Fprintf(w, "%-13s %s revision %d (%s) at %s, items %d -> %d\n", label, rs.Period, rs.Revision, rs.Reason, rs.At, rs.ItemsBefore, rs.ItemsAfter)
 	}
+	printStatusRejects(w, r.RejectsLastDay)
 	switch {
 	case r.Lease == nil:
 		fmt.Fprintf(w, "lease:        never taken\n")

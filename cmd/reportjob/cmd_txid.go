@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	lookups "github.com/reportjob/reportjob/internal/lookup"
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+// idFact is one line of `transactions --id --json`.
+type idFact struct {
+	Kind string `json:"kind"` // billed | rejected | index
+	lineRow
+	AgencyObject string `json:"agency_object,omitempty"`
+	// rejected:
+	RejectPeriod   string `json:"reject_period,omitempty"`
+	RejectRevision int    `json:"reject_revision,omitempty"`
+	RejectObject   string `json:"reject_object,omitempty"`
+	RejectLine     int    `json:"reject_line,omitempty"`
+	Field          string `json:"field,omitempty"`
+	Reason         string `json:"reason,omitempty"`
+}
+
+// transactionByID is `transactions --id TX`: the dedupe index says which
+// period billed it (one read); that period's files say how. With
+// --from/--to, the range's periods are searched instead.
+func (c *cli) transactionByID(ctx context.Context, id string, lf *lookupFlags) error {
+	started := time.Now()
+	sum := lookupSummary{Command: "transactions", Job: c.cfg.JobName, ID: id, From: lf.from.String(), To: lf.to.String()}
+	ranged := !lf.from.t.IsZero() || !lf.to.t.IsZero()
+	r, st, _, err := c.openLookup(ctx, lf.from.t, lf.to.t)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	var idx lookups.Claims = st.Index
+	if c.cfg.Report.DedupeWindow == 0 {
+		idx = nil // no index is kept
+	}
+	from, to := time.Time{}, time.Time{}
+	if ranged && len(r.Periods) > 0 {
+		from, to = r.Periods[0].Start, r.Periods[len(r.Periods)-1].End
+	}
+	h, err := r.ByID(ctx, idx, c.cfg.JobName, id, from, to)
+	if err != nil {
+		return err
+	}
+	inIndex := h.Claim != nil
+	sum.InIndex = &inIndex
+	w := c.stdout
+	if !*lf.asJSON {
+		fmt.Fprintf(w, "transaction %s\n", id)
+		switch {
+		case h.Claim != nil:
+			fmt.Fprintf(w, "dedupe index: billed by period %s (claim kept until %s)\n",
+				h.Claim.Period.UTC().Format("20060102T1504Z"), h.Claim.Expires.UTC().Format(time.RFC3339))
+		case idx == nil:
+			fmt.Fprintf(w, "dedupe index: not kept (report.dedupe_window is 0)\n")
+		default:
+			fmt.Fprintf(w, "dedupe index: no entry (never billed, or billed more than %s ago: claims are kept %s after their period)\n",
+				report.FormatDuration(c.cfg.Report.DedupeWindow), report.FormatDuration(max(2*c.cfg.Report.DedupeWindow, 35*24*time.Hour)))
+		}
+	}
+	for i := range h.Billed {
+		l := &h.Billed[i]
+		if *lf.asJSON {
+			c.printLine(idFact{Kind: "billed", lineRow: lineJSON(l), AgencyObject: h.AgencyKeys[i]})
+			continue
+		}
+		tx := &l.Tx
+		fmt.Fprintf(w, "billed:       period %s revision %d, agency %q, %s %s %s, commission %s (%d bps), recorded %s\n",
+			l.Period.Name(), l.Revision, tx.AgencyID, tx.Kind, tx.Currency.Format(tx.Amount), tx.Currency.Code,
+			tx.Currency.Format(l.Commission), l.BPS, tx.RecordedAt.UTC().Format(time.RFC3339))
+		if h.AgencyKeys[i] != "" {
+			fmt.Fprintf(w, "  line in:    %s\n", h.AgencyKeys[i])
+		}
+		fmt.Fprintf(w, "  line in:    %s\n", l.Key)
+	}
+	for _, rj := range h.Rejects {
+		if *lf.asJSON {
+			c.printLine(idFact{Kind: "rejected", RejectPeriod: rj.Period.Name(), RejectRevision: rj.Revision,
+				RejectObject: rj.Key, RejectLine: rj.Line, Field: rj.Field, Reason: rj.Reason,
+				lineRow: lineRow{TransactionID: id, AgencyID: rj.Attr("agency_id"), PartitionKey: rj.PartitionKey, SortKey: rj.SortKey}})
+			continue
+		}
+		fmt.Fprintf(w, "rejected:     period %s revision %d, item %s / %s: %s: %s\n",
+			rj.Period.Name(), rj.Revision, rj.PartitionKey, rj.SortKey, rj.Field, rj.Reason)
+		fmt.Fprintf(w, "  line in:    %s line %d\n", rj.Key, rj.Line)
+	}
+	switch {
+	case ranged:
+		sum.Note = fmt.Sprintf("searched %d period(s) of the range", h.Searched)
+	case h.Claim != nil:
+		sum.Note = "copies dropped as duplicates in other periods, and copies rejected in other periods, are not recorded by id: search a range with --from/--to to find rejects there"
+	default:
+		sum.Note = "search a range of periods with --from T --to T"
+	}
+	if !*lf.asJSON {
+		if len(h.Billed) == 0 && len(h.Rejects) == 0 {
+			fmt.Fprintf(w, "not found in the periods read\n")
+		}
+		fmt.Fprintf(w, "note:         %s\n", sum.Note)
+	}
+	nb, nr := len(h.Billed), len(h.Rejects)
+	sum.Billed, sum.RejectRows, sum.PeriodsRead = &nb, &nr, h.Searched
+	sum.Gets, sum.Lists = r.Requests()
+	sum.Status = "ok"
+	if nb == 0 && nr == 0 {
+		sum.Status = "not_found"
+	}
+	sum.DurationMS = time.Since(started).Milliseconds()
+	c.printJSON(sum)
+	return nil
+}
