@@ -78,7 +78,7 @@ func cmdRejects(ctx context.Context, c *cli, args []string) error {
 		if pg.Next != "" {
 			a := ""
 			if *agency != "" {
-				a = " --agency " + shellQuote(*agency)
+				a = " --agency " + quoteArg(*agency)
 			}
 			fmt.Fprintf(c.stdout, "more: reportjob rejects%s --limit %d --cursor %s\n", a, *lf.limit, pg.Next)
 		}

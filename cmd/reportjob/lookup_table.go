@@ -70,8 +70,8 @@ func (t *table) print(w io.Writer) {
 	}
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
+// quoteArg quotes s for a POSIX shell when it needs it.
+func quoteArg(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-/=:", r))
 	}) < 0 {
