@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -26,12 +25,14 @@ var ErrBadCursor = errors.New("bad cursor")
 // than the cursor are read as they are then; periods newer than it are
 // not read again.
 //
-// On the wire it is base64url (no padding) of a small JSON object and the
-// first 8 bytes of its SHA-256, so that a damaged cursor is refused rather
-// than misread. It names a scope (the command and a hash of the agency, so
-// that a cursor is refused by another agency's listing) and the revision
-// its period had. It holds no secret: anyone who may list the agency may
-// read it.
+// On the wire it is base64url (no padding) of a small binary record (a
+// version byte, the listing's kind, 6 bytes of the SHA-256 of its scope,
+// the period start in milliseconds and the period's revision as varints,
+// the sort key and the tie-break each with a varint length) followed by
+// the first 8 bytes of the record's SHA-256, so that a damaged cursor is
+// refused rather than misread. The scope is the agency listed (or the
+// --agency filter of rejects): another agency's listing refuses it. It
+// holds no secret: anyone who may list the agency may read it.
 type Cursor struct {
 	Kind   string    // "transactions" or "rejects"
 	Scope  string    // the agency (transactions), the --agency filter (rejects)
@@ -43,27 +44,29 @@ type Cursor struct {
 // cursorVersion is the layout of an encoded cursor.
 const cursorVersion = 1
 
-type cursorWire struct {
-	V     int    `json:"v"`
-	Kind  string `json:"k"`
-	Scope string `json:"a"`
-	P     int64  `json:"p"`
-	SK    string `json:"s"`
-	ID    string `json:"i"`
-	Rev   int    `json:"r"`
-}
+const (
+	cursorSumLen   = 8
+	cursorScopeLen = 6
+	maxCursorText  = 4096
+)
 
-const cursorSumLen = 8
-
-func scopeHash(s string) string {
+func scopeHash(s string) []byte {
 	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:6])
+	return h[:cursorScopeLen]
 }
+
+var kindBytes = map[string]byte{KindTransactions: 't', KindRejects: 'r'}
 
 // Encode returns the cursor's opaque text.
 func (c Cursor) Encode() string {
-	w := cursorWire{V: cursorVersion, Kind: c.Kind, Scope: scopeHash(c.Scope), P: c.Period.UnixMilli(), SK: c.SK, ID: c.ID, Rev: c.Rev}
-	b, _ := json.Marshal(w)
+	b := []byte{cursorVersion, kindBytes[c.Kind]}
+	b = append(b, scopeHash(c.Scope)...)
+	b = binary.AppendVarint(b, c.Period.UnixMilli())
+	b = binary.AppendUvarint(b, uint64(c.Rev))
+	for _, s := range []string{c.SK, c.ID} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
 	sum := sha256.Sum256(b)
 	return base64.RawURLEncoding.EncodeToString(append(b, sum[:cursorSumLen]...))
 }
@@ -71,31 +74,56 @@ func (c Cursor) Encode() string {
 // DecodeCursor reads a cursor made by Encode for a listing of kind and
 // scope; the error wraps ErrBadCursor.
 func DecodeCursor(s, kind, scope string) (Cursor, error) {
+	damaged := fmt.Errorf("%w: not a cursor this tool made, or damaged or cut short: use the next_cursor of a page as it is", ErrBadCursor)
+	if len(s) > maxCursorText {
+		return Cursor{}, damaged
+	}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(raw) <= cursorSumLen {
-		return Cursor{}, fmt.Errorf("%w: not a cursor this tool made (damaged or cut short?)", ErrBadCursor)
+	if err != nil || len(raw) < 2+cursorScopeLen+cursorSumLen {
+		return Cursor{}, damaged
 	}
-	body, sum := raw[:len(raw)-cursorSumLen], raw[len(raw)-cursorSumLen:]
-	if want := sha256.Sum256(body); !bytes.Equal(sum, want[:cursorSumLen]) {
-		return Cursor{}, fmt.Errorf("%w: checksum does not match (the cursor was damaged or cut short)", ErrBadCursor)
+	b, sum := raw[:len(raw)-cursorSumLen], raw[len(raw)-cursorSumLen:]
+	if want := sha256.Sum256(b); !bytes.Equal(sum, want[:cursorSumLen]) {
+		return Cursor{}, damaged
 	}
-	var w cursorWire
-	if err := json.Unmarshal(body, &w); err != nil {
-		return Cursor{}, fmt.Errorf("%w: %v", ErrBadCursor, err)
+	if b[0] != cursorVersion {
+		return Cursor{}, fmt.Errorf("%w: cursor version %d, this tool reads %d", ErrBadCursor, b[0], cursorVersion)
 	}
-	switch {
-	case w.V != cursorVersion:
-		return Cursor{}, fmt.Errorf("%w: version %d, this tool reads %d", ErrBadCursor, w.V, cursorVersion)
-	case w.Kind != kind:
-		return Cursor{}, fmt.Errorf("%w: it continues a %s listing, not %s", ErrBadCursor, w.Kind, kind)
-	case w.Scope != scopeHash(scope):
+	if b[1] != kindBytes[kind] {
+		return Cursor{}, fmt.Errorf("%w: it continues another listing than %s", ErrBadCursor, kind)
+	}
+	if !bytes.Equal(b[2:2+cursorScopeLen], scopeHash(scope)) {
 		what := "agency"
 		if kind == KindRejects {
 			what = "--agency filter"
 		}
 		return Cursor{}, fmt.Errorf("%w: it was made for another %s than %q; start again without --cursor", ErrBadCursor, what, scope)
 	}
-	return Cursor{Kind: w.Kind, Scope: scope, Period: time.UnixMilli(w.P).UTC(), SK: w.SK, ID: w.ID, Rev: w.Rev}, nil
+	c := Cursor{Kind: kind, Scope: scope}
+	rest := b[2+cursorScopeLen:]
+	ms, n := binary.Varint(rest)
+	if n <= 0 {
+		return Cursor{}, damaged
+	}
+	rest = rest[n:]
+	rev, n := binary.Uvarint(rest)
+	if n <= 0 || rev > 1<<31 {
+		return Cursor{}, damaged
+	}
+	rest = rest[n:]
+	var strs [2]string
+	for i := range strs {
+		l, n := binary.Uvarint(rest)
+		if n <= 0 || l > uint64(len(rest)-n) {
+			return Cursor{}, damaged
+		}
+		strs[i], rest = string(rest[n:n+int(l)]), rest[n+int(l):]
+	}
+	if len(rest) != 0 {
+		return Cursor{}, damaged
+	}
+	c.Period, c.Rev, c.SK, c.ID = time.UnixMilli(ms).UTC(), int(rev), strs[0], strs[1]
+	return c, nil
 }
 
 // Listing kinds (Cursor.Kind).

@@ -13,7 +13,7 @@
 // then (see Cursor).
 //
 // Cost. A page reads each period's manifest from the cursor back to the
-// page's last line (one GET each, 8 in flight), and for each period with
+// page's last line (one GET each, up to 8 in flight), and for each period with
 // rows in the page one object: the agency's own transactions file
 // (agencies/agency=A/period=P/transactions-H.parquet, else .csv), or,
 // when the period has no agency files, its summary (to see whether the
@@ -112,11 +112,12 @@ func (r *Reader) manifest(ctx context.Context, p report.Period) (*report.Manifes
 }
 
 // manifests yields the manifests of ps in order (nil for a period never
-// delivered), reading up to manifestReads ahead; it stops at the first
-// error, or when fn returns false.
+// delivered), reading ahead in batches of 1, 2, 4, then manifestReads at
+// once (a page that ends in the first period reads one manifest); it
+// stops at the first error, or when fn returns false.
 func (r *Reader) manifests(ctx context.Context, ps []report.Period, fn func(i int, m *report.Manifest) (bool, error)) error {
-	for lo := 0; lo < len(ps); lo += manifestReads {
-		hi := min(lo+manifestReads, len(ps))
+	for lo, n := 0, 1; lo < len(ps); lo, n = lo+n, min(2*n, manifestReads) {
+		hi := min(lo+n, len(ps))
 		ms := make([]*report.Manifest, hi-lo)
 		errs := make([]error, hi-lo)
 		var wg sync.WaitGroup
