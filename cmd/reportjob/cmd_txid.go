@@ -9,18 +9,17 @@ import (
 	"github.com/reportjob/reportjob/internal/report"
 )
 
-// idFact is one line of `transactions --id --json`.
-type idFact struct {
-	Kind string `json:"kind"` // billed | rejected | index
+// The lines of `transactions --id --json`, before the summary: a billed
+// line, and a reject that carries the id.
+type billedFact struct {
+	Kind string `json:"kind"` // "billed"
 	lineRow
 	AgencyObject string `json:"agency_object,omitempty"`
-	// rejected:
-	RejectPeriod   string `json:"reject_period,omitempty"`
-	RejectRevision int    `json:"reject_revision,omitempty"`
-	RejectObject   string `json:"reject_object,omitempty"`
-	RejectLine     int    `json:"reject_line,omitempty"`
-	Field          string `json:"field,omitempty"`
-	Reason         string `json:"reason,omitempty"`
+}
+
+type rejectedFact struct {
+	Kind string `json:"kind"` // "rejected"
+	rejectRow
 }
 
 // transactionByID is `transactions --id TX`: the dedupe index says which
@@ -66,7 +65,7 @@ func (c *cli) transactionByID(ctx context.Context, id string, lf *lookupFlags) e
 	for i := range h.Billed {
 		l := &h.Billed[i]
 		if *lf.asJSON {
-			c.printLine(idFact{Kind: "billed", lineRow: lineJSON(l), AgencyObject: h.AgencyKeys[i]})
+			c.printLine(billedFact{Kind: "billed", lineRow: lineJSON(l), AgencyObject: h.AgencyKeys[i]})
 			continue
 		}
 		tx := &l.Tx
@@ -80,9 +79,7 @@ func (c *cli) transactionByID(ctx context.Context, id string, lf *lookupFlags) e
 	}
 	for _, rj := range h.Rejects {
 		if *lf.asJSON {
-			c.printLine(idFact{Kind: "rejected", RejectPeriod: rj.Period.Name(), RejectRevision: rj.Revision,
-				RejectObject: rj.Key, RejectLine: rj.Line, Field: rj.Field, Reason: rj.Reason,
-				lineRow: lineRow{TransactionID: id, AgencyID: rj.Attr("agency_id"), PartitionKey: rj.PartitionKey, SortKey: rj.SortKey}})
+			c.printLine(rejectedFact{Kind: "rejected", rejectRow: rejectJSON(&rj)})
 			continue
 		}
 		fmt.Fprintf(w, "rejected:     period %s revision %d, item %s / %s: %s: %s\n",
