@@ -211,7 +211,7 @@ func (c *cli) newJob(st *store, b *bucket, onSummary func(report.SummaryRow)) *j
 			Rates:   pricing.Table{Default: cfg.Commission.Default, Agencies: cfg.Commission.Agencies},
 			Version: version, SinkURL: cfg.Sink.URL,
 		},
-		Source: st, Index: st, State: st, Bucket: b.Bucket,
+		Source: st, Index: st.Index, State: st, Bucket: b.Bucket,
 		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), c.runID), RunID: c.runID, LeaseTTL: cfg.Report.LeaseTTL,
 		Log: c.log, OnSummary: onSummary,
 	}
