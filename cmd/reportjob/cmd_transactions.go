@@ -28,6 +28,7 @@ type lookupSummary struct {
 	Rows       *int     `json:"lines,omitempty"`
 	RejectRows *int     `json:"rejects,omitempty"`
 	Billed     *int     `json:"billed,omitempty"`
+	Dropped    *int     `json:"dropped,omitempty"`
 	InIndex    *bool    `json:"in_index,omitempty"`
 	Restated   []string `json:"restated,omitempty"`
 	// NextCursor continues the listing; "" when it is done.

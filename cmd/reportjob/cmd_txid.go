@@ -6,6 +6,7 @@ import (
 	"time"
 
 	lookups "github.com/reportjob/reportjob/internal/lookup"
+	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -15,6 +16,12 @@ type billedFact struct {
 	Kind string `json:"kind"` // "billed"
 	lineRow
 	AgencyObject string `json:"agency_object,omitempty"`
+}
+
+type droppedFact struct {
+	Kind   string `json:"kind"` // "dropped"
+	Period string `json:"period"`
+	Note   string `json:"note"`
 }
 
 type rejectedFact struct {
@@ -77,6 +84,18 @@ func (c *cli) transactionByID(ctx context.Context, id string, lf *lookupFlags) e
 		}
 		fmt.Fprintf(w, "  line in:    %s\n", l.Key)
 	}
+	for _, sg := range h.Sightings {
+		if sg.Kind != collect.SightingDropped {
+			continue
+		}
+		name := report.Period{Start: sg.Period}.Name()
+		note := "an identical copy came in this period and was not billed again (a producer retry)"
+		if *lf.asJSON {
+			c.printLine(droppedFact{Kind: "dropped", Period: name, Note: note})
+			continue
+		}
+		fmt.Fprintf(w, "dropped:      period %s: %s\n", name, note)
+	}
 	for _, rj := range h.Rejects {
 		if *lf.asJSON {
 			c.printLine(rejectedFact{Kind: "rejected", rejectRow: rejectJSON(&rj)})
@@ -86,25 +105,31 @@ func (c *cli) transactionByID(ctx context.Context, id string, lf *lookupFlags) e
 			rj.Period.Name(), rj.Revision, rj.PartitionKey, rj.SortKey, rj.Field, rj.Reason)
 		fmt.Fprintf(w, "  line in:    %s line %d\n", rj.Key, rj.Line)
 	}
+	nb, nr := len(h.Billed), len(h.Rejects)
+	nd := 0
+	for _, sg := range h.Sightings {
+		if sg.Kind == collect.SightingDropped {
+			nd++
+		}
+	}
 	switch {
 	case ranged:
 		sum.Note = fmt.Sprintf("searched %d period(s) of the range", h.Searched)
-	case h.Claim != nil:
-		sum.Note = "copies dropped as duplicates in other periods, and copies rejected in other periods, are not recorded by id: search a range with --from/--to to find rejects there"
+	case h.Claim != nil || len(h.Sightings) > 0:
+		sum.Note = fmt.Sprintf("from the dedupe index: %d period(s) read; a reject whose item failed validation is not in the index: search a range with --from T --to T", h.Searched)
 	default:
-		sum.Note = "search a range of periods with --from T --to T"
+		sum.Note = "not in the dedupe index: search a range of periods with --from T --to T"
 	}
 	if !*lf.asJSON {
-		if len(h.Billed) == 0 && len(h.Rejects) == 0 {
+		if nb == 0 && nr == 0 && nd == 0 {
 			fmt.Fprintf(w, "not found in the periods read\n")
 		}
 		fmt.Fprintf(w, "note:         %s\n", sum.Note)
 	}
-	nb, nr := len(h.Billed), len(h.Rejects)
-	sum.Billed, sum.RejectRows, sum.PeriodsRead = &nb, &nr, h.Searched
+	sum.Billed, sum.RejectRows, sum.Dropped, sum.PeriodsRead = &nb, &nr, &nd, h.Searched
 	sum.Gets, sum.Lists = r.Requests()
 	sum.Status = "ok"
-	if nb == 0 && nr == 0 {
+	if nb == 0 && nr == 0 && nd == 0 {
 		sum.Status = "not_found"
 	}
 	sum.DurationMS = time.Since(started).Milliseconds()

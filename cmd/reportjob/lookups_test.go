@@ -38,6 +38,16 @@ func (h *harness) lkPage(want int, args ...string) ([]lkLine, map[string]any) {
 	return rows, lastJSON(h.t, out)
 }
 
+// mustRunOut runs the CLI, fails unless it exits 0, and returns stdout.
+func (h *harness) mustRunOut(args ...string) string {
+	h.t.Helper()
+	out, errs, code := h.run(args...)
+	if code != 0 {
+		h.t.Fatalf("reportjob %v: exit %d\n%s\n%s", args, code, out, errs)
+	}
+	return out
+}
+
 // lkTransactions returns JSON Lines of transactions of agency, n of them spread evenly over
 // [from, from+span), ids prefix-i.
 func lkTransactions(agency, prefix string, n int, from time.Time, span time.Duration) []string {
@@ -203,7 +213,13 @@ func testTransactionsPaging(t *testing.T, backend string) {
 // (dropped in a later period), a conflicting copy (rejected in another
 // period), and an unknown id.
 func TestTransactionByID(t *testing.T) {
-	h := newHarness(t, harnessOptions{start: "2024-03-01"})
+	for _, backend := range []string{"embedded", "aws"} {
+		t.Run(backend, func(t *testing.T) { testTransactionByID(t, backend) })
+	}
+}
+
+func testTransactionByID(t *testing.T, backend string) {
+	h := newHarness(t, harnessOptions{backend: backend, start: "2024-03-01"})
 	h.mustRun(0, "init")
 	tx := func(id, amount, at string) string {
 		return fmt.Sprintf(`{"transaction_id":%q,"agency_id":"acme","amount":%q,"currency":"USD","recorded_at":%q}`, id, amount, at)
@@ -223,16 +239,29 @@ func TestTransactionByID(t *testing.T) {
 		t.Fatalf("run: %v", sum)
 	}
 
-	// Billed: from the index, one period read.
+	// From the index: billed in 00:00, the retry dropped in 01:00, the
+	// other content rejected in 02:00; the three periods read, no other.
 	out, _, code = h.run("transactions", "--id", "ord-1")
-	if code != 0 || !strings.Contains(out, `billed:       period 20240301T0000Z revision 1, agency "acme", purchase 19.99 USD, commission 2.00 (1000 bps)`) ||
-		!strings.Contains(out, "agencies/agency=acme/period=20240301T0000Z/transactions-") {
-		t.Fatalf("--id ord-1: exit %d\n%s", code, out)
+	for _, want := range []string{
+		`billed:       period 20240301T0000Z revision 1, agency "acme", purchase 19.99 USD, commission 2.00 (1000 bps)`,
+		"agencies/agency=acme/period=20240301T0000Z/transactions-",
+		"dropped:      period 20240301T0100Z: an identical copy came in this period and was not billed again",
+		"rejected:     period 20240301T0200Z revision 1, item 202403010200 / 2024-03-01T02:10:00.",
+		"transaction_id: transaction_id already billed in period 20240301T0000Z with different content",
+	} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("--id ord-1: exit %d, want %q in\n%s", code, want, out)
+		}
 	}
-	if sum := lastJSON(t, out); sum["billed"] != float64(1) || sum["in_index"] != true || sum["periods_read"] != float64(1) {
+	if sum := lastJSON(t, out); sum["billed"] != float64(1) || sum["dropped"] != float64(1) || sum["rejects"] != float64(1) ||
+		sum["in_index"] != true || sum["periods_read"] != float64(3) {
 		t.Fatalf("--id ord-1 summary: %v", sum)
 	}
-	// With a range: the rejected copy too.
+	// ord-2 was billed once, seen nowhere else: one period read.
+	if sum := lastJSON(t, h.mustRunOut("transactions", "--id", "ord-2")); sum["billed"] != float64(1) || sum["periods_read"] != float64(1) || sum["objects_read"] != float64(3) {
+		t.Fatalf("--id ord-2 summary: %v", sum)
+	}
+	// With a range: the same, from the files of every period of the range.
 	out, _, _ = h.run("transactions", "--id", "ord-1", "--from", "2024-03-01", "--to", "2024-03-02", "--json")
 	var kinds []string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -242,7 +271,7 @@ func TestTransactionByID(t *testing.T) {
 			kinds = append(kinds, k+" "+fmt.Sprint(f["period"]))
 		}
 	}
-	if strings.Join(kinds, "; ") != "billed 20240301T0000Z; rejected 20240301T0200Z" {
+	if strings.Join(kinds, "; ") != "billed 20240301T0000Z; dropped 20240301T0100Z; rejected 20240301T0200Z" {
 		t.Fatalf("--id ord-1 over a range: %v\n%s", kinds, out)
 	}
 	// Unknown.
