@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	lookups "github.com/reportjob/reportjob/internal/lookup"
 	"github.com/reportjob/reportjob/internal/collect"
+	lookups "github.com/reportjob/reportjob/internal/lookup"
 	"github.com/reportjob/reportjob/internal/report"
 )
 

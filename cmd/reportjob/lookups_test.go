@@ -38,6 +38,23 @@ func (h *harness) lkPage(want int, args ...string) ([]lkLine, map[string]any) {
 	return rows, lastJSON(h.t, out)
 }
 
+// lkBase is the first day of the look-up fixtures: three days ago, so
+// that the claims the runs write are not expired by the wall clock
+// (DynamoDB Local applies Time to Live as AWS does).
+func lkBase() time.Time { return time.Now().UTC().Truncate(24 * time.Hour).Add(-72 * time.Hour) }
+
+// lkDates moves the fixtures' dates, written as 2024-03-01..03, to lkBase
+// and the two days after it.
+func lkDates(s string) string {
+	b := lkBase()
+	var pairs []string
+	for i := range 3 {
+		d := b.Add(time.Duration(i) * 24 * time.Hour)
+		pairs = append(pairs, fmt.Sprintf("2024-03-0%d", i+1), d.Format(time.DateOnly), fmt.Sprintf("2024030%d", i+1), d.Format("20060102"))
+	}
+	return strings.NewReplacer(pairs...).Replace(s)
+}
+
 // mustRunOut runs the CLI, fails unless it exits 0, and returns stdout.
 func (h *harness) mustRunOut(args ...string) string {
 	h.t.Helper()
@@ -83,15 +100,16 @@ func TestTransactionsPaging(t *testing.T) {
 }
 
 func testTransactionsPaging(t *testing.T, backend string) {
+	D := lkDates
 	const agency = "Big Agency/1"
-	h := newHarness(t, harnessOptions{backend: backend, start: "2024-03-01"})
+	h := newHarness(t, harnessOptions{backend: backend, start: D("2024-03-01")})
 	h.mustRun(0, "init")
-	start := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	start := lkBase()
 	lines := lkTransactions(agency, "big", 10_000, start, 48*time.Hour)
 	lines = append(lines, lkTransactions("other", "oth", 500, start, 48*time.Hour)...)
 	src := h.writeFile("tx.jsonl", strings.Join(lines, "\n")+"\n")
-	h.mustRun(0, "ingest", "--file", src, "--allow-late", "--now", "2024-03-03T00:02:00Z")
-	if sum := h.mustRun(0, "run", "--now", "2024-03-03T00:02:00Z"); sum["periods_processed"] != float64(48) {
+	h.mustRun(0, "ingest", "--file", src, "--allow-late", "--now", D("2024-03-03T00:02:00Z"))
+	if sum := h.mustRun(0, "run", "--now", D("2024-03-03T00:02:00Z")); sum["periods_processed"] != float64(48) {
 		t.Fatalf("run: %v", sum)
 	}
 
@@ -140,7 +158,7 @@ func testTransactionsPaging(t *testing.T, backend string) {
 			t.Fatalf("line %d read from %s", i, l.Object)
 		}
 	}
-	if all[0].Period != "20240302T2300Z" || all[len(all)-1].Period != "20240301T0000Z" {
+	if all[0].Period != D("20240302T2300Z") || all[len(all)-1].Period != D("20240301T0000Z") {
 		t.Fatalf("first and last lines in %s and %s", all[0].Period, all[len(all)-1].Period)
 	}
 
@@ -179,8 +197,8 @@ func testTransactionsPaging(t *testing.T, backend string) {
 				fmt.Sprintf(`{"transaction_id":"late-new","agency_id":%q,"amount":"1.00","currency":"USD","recorded_at":%q}`, agency, p.Add(time.Hour-time.Millisecond).Format(time.RFC3339Nano)),
 				fmt.Sprintf(`{"transaction_id":"late-old","agency_id":%q,"amount":"2.00","currency":"USD","recorded_at":%q}`, agency, p.Add(time.Millisecond).Format(time.RFC3339Nano)),
 			}
-			h.mustRun(0, "ingest", "--file", h.writeFile("late.jsonl", strings.Join(late, "\n")+"\n"), "--allow-late", "--now", "2024-03-03T00:02:00Z")
-			h.mustRun(4, "verify", "--from", p.Format(time.RFC3339), "--to", p.Add(time.Hour).Format(time.RFC3339), "--repair", "--now", "2024-03-03T00:02:00Z")
+			h.mustRun(0, "ingest", "--file", h.writeFile("late.jsonl", strings.Join(late, "\n")+"\n"), "--allow-late", "--now", D("2024-03-03T00:02:00Z"))
+			h.mustRun(4, "verify", "--from", p.Format(time.RFC3339), "--to", p.Add(time.Hour).Format(time.RFC3339), "--repair", "--now", D("2024-03-03T00:02:00Z"))
 		}
 	}
 	ids := map[string]int{}
@@ -219,20 +237,21 @@ func TestTransactionByID(t *testing.T) {
 }
 
 func testTransactionByID(t *testing.T, backend string) {
-	h := newHarness(t, harnessOptions{backend: backend, start: "2024-03-01"})
+	D := lkDates
+	h := newHarness(t, harnessOptions{backend: backend, start: D("2024-03-01")})
 	h.mustRun(0, "init")
 	tx := func(id, amount, at string) string {
 		return fmt.Sprintf(`{"transaction_id":%q,"agency_id":"acme","amount":%q,"currency":"USD","recorded_at":%q}`, id, amount, at)
 	}
 	src := h.writeFile("tx.jsonl", strings.Join([]string{
-		tx("ord-1", "19.99", "2024-03-01T00:10:00Z"),
-		tx("ord-1", "19.99", "2024-03-01T01:10:00Z"), // the producer's retry, re-stamped: dropped
-		tx("ord-1", "25.00", "2024-03-01T02:10:00Z"), // another content: rejected
-		tx("ord-2", "5.00", "2024-03-01T02:20:00Z"),
+		tx("ord-1", "19.99", D("2024-03-01T00:10:00Z")),
+		tx("ord-1", "19.99", D("2024-03-01T01:10:00Z")), // the producer's retry, re-stamped: dropped
+		tx("ord-1", "25.00", D("2024-03-01T02:10:00Z")), // another content: rejected
+		tx("ord-2", "5.00", D("2024-03-01T02:20:00Z")),
 	}, "\n")+"\n")
-	h.mustRun(0, "ingest", "--file", src, "--allow-late", "--now", "2024-03-01T03:02:00Z")
-	out, errs, code := h.run("run", "--now", "2024-03-01T03:02:00Z", "--fail-on-rejects")
-	if code != exitRejects || !strings.Contains(errs, "1 reject(s) in 1 period(s) published by this run (20240301T0200Z)") {
+	h.mustRun(0, "ingest", "--file", src, "--allow-late", "--now", D("2024-03-01T03:02:00Z"))
+	out, errs, code := h.run("run", "--now", D("2024-03-01T03:02:00Z"), "--fail-on-rejects")
+	if code != exitRejects || !strings.Contains(errs, D("1 reject(s) in 1 period(s) published by this run (20240301T0200Z)")) {
 		t.Fatalf("run --fail-on-rejects: exit %d, want 5\n%s\n%s", code, out, errs)
 	}
 	if sum := lastJSON(t, out); sum["status"] != "ok" || sum["rejects"] != float64(1) || sum["duplicates_across_periods"] != float64(1) {
@@ -243,11 +262,11 @@ func testTransactionByID(t *testing.T, backend string) {
 	// other content rejected in 02:00; the three periods read, no other.
 	out, _, code = h.run("transactions", "--id", "ord-1")
 	for _, want := range []string{
-		`billed:       period 20240301T0000Z revision 1, agency "acme", purchase 19.99 USD, commission 2.00 (1000 bps)`,
-		"agencies/agency=acme/period=20240301T0000Z/transactions-",
-		"dropped:      period 20240301T0100Z: an identical copy came in this period and was not billed again",
-		"rejected:     period 20240301T0200Z revision 1, item 202403010200 / 2024-03-01T02:10:00.",
-		"transaction_id: transaction_id already billed in period 20240301T0000Z with different content",
+		D(`billed:       period 20240301T0000Z revision 1, agency "acme", purchase 19.99 USD, commission 2.00 (1000 bps)`),
+		D("agencies/agency=acme/period=20240301T0000Z/transactions-"),
+		D("dropped:      period 20240301T0100Z: an identical copy came in this period and was not billed again"),
+		D("rejected:     period 20240301T0200Z revision 1, item 202403010200 / 2024-03-01T02:10:00."),
+		D("transaction_id: transaction_id already billed in period 20240301T0000Z with different content"),
 	} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Fatalf("--id ord-1: exit %d, want %q in\n%s", code, want, out)
@@ -262,7 +281,7 @@ func testTransactionByID(t *testing.T, backend string) {
 		t.Fatalf("--id ord-2 summary: %v", sum)
 	}
 	// With a range: the same, from the files of every period of the range.
-	out, _, _ = h.run("transactions", "--id", "ord-1", "--from", "2024-03-01", "--to", "2024-03-02", "--json")
+	out, _, _ = h.run("transactions", "--id", "ord-1", "--from", D("2024-03-01"), "--to", D("2024-03-02"), "--json")
 	var kinds []string
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		var f map[string]any
@@ -271,7 +290,7 @@ func testTransactionByID(t *testing.T, backend string) {
 			kinds = append(kinds, k+" "+fmt.Sprint(f["period"]))
 		}
 	}
-	if strings.Join(kinds, "; ") != "billed 20240301T0000Z; dropped 20240301T0100Z; rejected 20240301T0200Z" {
+	if strings.Join(kinds, "; ") != D("billed 20240301T0000Z; dropped 20240301T0100Z; rejected 20240301T0200Z") {
 		t.Fatalf("--id ord-1 over a range: %v\n%s", kinds, out)
 	}
 	// Unknown.
@@ -283,10 +302,10 @@ func testTransactionByID(t *testing.T, backend string) {
 	// rejects, newest first, with the reason; status shows them.
 	out, _, code = h.run("rejects", "--json")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != 2 || !strings.Contains(lines[0], `"reason":"transaction_id already billed in period 20240301T0000Z with different content"`) {
+	if code != 0 || len(lines) != 2 || !strings.Contains(lines[0], D(`"reason":"transaction_id already billed in period 20240301T0000Z with different content"`)) {
 		t.Fatalf("rejects: exit %d\n%s", code, out)
 	}
-	out, _, _ = h.run("status", "--now", "2024-03-01T03:02:00Z")
+	out, _, _ = h.run("status", "--now", D("2024-03-01T03:02:00Z"))
 	if !strings.Contains(out, "rejects:      1 in the last day, in 1 period(s)") {
 		t.Fatalf("status:\n%s", out)
 	}
