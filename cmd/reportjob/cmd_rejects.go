@@ -100,8 +100,8 @@ func printRejectTable(w io.Writer, rows []lookups.Reject) {
 		return
 	}
 	t := table{cols: []column{
-		{head: "PERIOD"}, {head: "SORT_KEY", max: 26}, {head: "AGENCY", max: 16}, {head: "TRANSACTION", max: 16},
-		{head: "FIELD", max: 14}, {head: "REASON", max: 70},
+		{head: "PERIOD"}, {head: "SORT_KEY", max: 40}, {head: "AGENCY", max: 16}, {head: "TRANSACTION", max: 16},
+		{head: "FIELD", max: 14}, {head: "REASON", max: 100},
 	}}
 	for i := range rows {
 		rj := &rows[i]
@@ -159,7 +159,7 @@ func (c *cli) lastDayRejects(ctx context.Context, st *store, grid report.Grid, c
 }
 
 // printStatusRejects prints status's lines about the rejects.
-func printStatusRejects(w io.Writer, sr *statusRejects) {
+func printStatusRejects(w io.Writer, sr *statusRejects, now time.Time) {
 	switch {
 	case sr == nil:
 		return
@@ -167,11 +167,12 @@ func printStatusRejects(w io.Writer, sr *statusRejects) {
 		fmt.Fprintf(w, "rejects:      none in the last day\n")
 		return
 	}
-	fmt.Fprintf(w, "rejects:      %d in the last day, in %d period(s); newest (list them: reportjob rejects --from ...):\n", sr.Count, sr.Periods)
+	fmt.Fprintf(w, "rejects:      %d in the last day, in %d period(s) (list them: reportjob rejects --from %s); newest:\n",
+		sr.Count, sr.Periods, now.Add(-24*time.Hour).UTC().Format(time.RFC3339))
 	for _, r := range sr.Newest {
 		reason := r.Reason
-		if rs := []rune(reason); len(rs) > 70 {
-			reason = string(rs[:69]) + "~"
+		if rs := []rune(reason); len(rs) > 100 {
+			reason = string(rs[:99]) + "…"
 		}
 		fmt.Fprintf(w, "              %s %s %s: %s\n", r.Period, r.SortKey, r.Field, reason)
 	}

@@ -166,7 +166,7 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		}
 		fmt.Fprintf(w, "%-13s %s revision %d (%s) at %s, items %d -> %d\n", label, rs.Period, rs.Revision, rs.Reason, rs.At, rs.ItemsBefore, rs.ItemsAfter)
 	}
-	printStatusRejects(w, r.RejectsLastDay)
+	printStatusRejects(w, r.RejectsLastDay, now.t)
 	switch {
 	case r.Lease == nil:
 		fmt.Fprintf(w, "lease:        never taken\n")

@@ -29,6 +29,14 @@ type rejectedFact struct {
 	rejectRow
 }
 
+// days formats d in days when it is a whole number of them ("70d").
+func days(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return report.FormatDuration(d)
+}
+
 // transactionByID is `transactions --id TX`: the dedupe index says which
 // period billed it (one read); that period's files say how. With
 // --from/--to, the range's periods are searched instead.
@@ -65,8 +73,8 @@ func (c *cli) transactionByID(ctx context.Context, id string, lf *lookupFlags) e
 		case idx == nil:
 			fmt.Fprintf(w, "dedupe index: not kept (report.dedupe_window is 0)\n")
 		default:
-			fmt.Fprintf(w, "dedupe index: no entry (never billed, or billed more than %s ago: claims are kept %s after their period)\n",
-				report.FormatDuration(c.cfg.Report.DedupeWindow), report.FormatDuration(max(2*c.cfg.Report.DedupeWindow, 35*24*time.Hour)))
+			fmt.Fprintf(w, "dedupe index: no entry (never billed, or billed longer ago than claims are kept: %s after their period)\n",
+				days(collect.ClaimRetention(c.cfg.Report.DedupeWindow)))
 		}
 	}
 	for i := range h.Billed {

@@ -7,7 +7,7 @@ import (
 )
 
 // table is a terminal table: columns padded to their widest cell, text
-// left-aligned and truncated to max runes with "~", numbers
+// left-aligned and truncated to max runes with "…", numbers
 // right-aligned.
 type table struct {
 	cols []column
@@ -29,7 +29,7 @@ func (t *table) add(cells ...string) {
 			return r
 		}, cells[i])
 		if rs := []rune(cells[i]); c.max > 0 && len(rs) > c.max {
-			cells[i] = string(rs[:c.max-1]) + "~"
+			cells[i] = string(rs[:c.max-1]) + "…"
 		}
 	}
 	t.rows = append(t.rows, cells)
