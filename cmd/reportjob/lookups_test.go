@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reportjob/reportjob/internal/item"
+	"github.com/reportjob/reportjob/internal/keys"
 )
 
 // lkLine is a line of `transactions --json`.
@@ -250,11 +253,21 @@ func testTransactionByID(t *testing.T, backend string) {
 		tx("ord-2", "5.00", D("2024-03-01T02:20:00Z")),
 	}, "\n")+"\n")
 	h.mustRun(0, "ingest", "--file", src, "--allow-late", "--now", D("2024-03-01T03:02:00Z"))
+	// An item with a valid id that fails validation (a currency that does
+	// not exist), written by a producer that is not our ingest.
+	at, _ := time.Parse(time.RFC3339, D("2024-03-01T01:30:00Z"))
+	bad := []rawItem{{pk: keys.Quarter(at), sk: keys.SortKey(at, "x1"), attrs: map[string]item.Value{
+		"transaction_id": item.S("ord-3"), "agency_id": item.S("acme"), "amount": item.N("1.00"), "currency": item.S("XXQ")}}}
+	if backend == "aws" {
+		h.putRawDynamoDB(bad)
+	} else {
+		h.putRawEmbedded(bad)
+	}
 	out, errs, code := h.run("run", "--now", D("2024-03-01T03:02:00Z"), "--fail-on-rejects")
-	if code != exitRejects || !strings.Contains(errs, D("1 reject(s) in 1 period(s) published by this run (20240301T0200Z)")) {
+	if code != exitRejects || !strings.Contains(errs, D("2 reject(s) in 2 period(s) published by this run (20240301T0100Z, 20240301T0200Z)")) {
 		t.Fatalf("run --fail-on-rejects: exit %d, want 5\n%s\n%s", code, out, errs)
 	}
-	if sum := lastJSON(t, out); sum["status"] != "ok" || sum["rejects"] != float64(1) || sum["duplicates_across_periods"] != float64(1) {
+	if sum := lastJSON(t, out); sum["status"] != "ok" || sum["rejects"] != float64(2) || sum["duplicates_across_periods"] != float64(1) {
 		t.Fatalf("run: %v", sum)
 	}
 
@@ -293,6 +306,12 @@ func testTransactionByID(t *testing.T, backend string) {
 	if strings.Join(kinds, "; ") != D("billed 20240301T0000Z; dropped 20240301T0100Z; rejected 20240301T0200Z") {
 		t.Fatalf("--id ord-1 over a range: %v\n%s", kinds, out)
 	}
+	// A reject by validation, found from the index's sightings.
+	out = h.mustRunOut("transactions", "--id", "ord-3")
+	if sum := lastJSON(t, out); sum["rejects"] != float64(1) || sum["in_index"] != false || sum["periods_read"] != float64(1) ||
+		!strings.Contains(out, D("rejected:     period 20240301T0100Z revision 1")) || !strings.Contains(out, "currency") {
+		t.Fatalf("--id ord-3:\n%s", out)
+	}
 	// Unknown.
 	out, _, code = h.run("transactions", "--id", "nope")
 	if sum := lastJSON(t, out); code != 0 || sum["status"] != "not_found" || sum["in_index"] != false || !strings.Contains(out, "dedupe index: no entry") {
@@ -302,11 +321,11 @@ func testTransactionByID(t *testing.T, backend string) {
 	// rejects, newest first, with the reason; status shows them.
 	out, _, code = h.run("rejects", "--json")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != 2 || !strings.Contains(lines[0], D(`"reason":"transaction_id already billed in period 20240301T0000Z with different content"`)) {
+	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], D(`"reason":"transaction_id already billed in period 20240301T0000Z with different content"`)) {
 		t.Fatalf("rejects: exit %d\n%s", code, out)
 	}
 	out, _, _ = h.run("status", "--now", D("2024-03-01T03:02:00Z"))
-	if !strings.Contains(out, "rejects:      1 in the last day, in 1 period(s)") {
+	if !strings.Contains(out, "rejects:      2 in the last day, in 2 period(s)") {
 		t.Fatalf("status:\n%s", out)
 	}
 }

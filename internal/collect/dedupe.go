@@ -1,9 +1,12 @@
 package collect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"iter"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/crashpoint"
@@ -84,6 +87,11 @@ func (c *Collected) Dedupe(ctx context.Context, o DedupeOptions, emit func(tx *i
 		return st, err
 	}
 	if d.cw != nil {
+		for _, l := range c.rejects {
+			for _, id := range l.ids {
+				d.sight(id, SightingRejected)
+			}
+		}
 		if err := d.finishClaims(ctx); err != nil {
 			return st, err
 		}
@@ -327,6 +335,9 @@ func (d *deduper) finishClaims(ctx context.Context) error {
 		return err
 	}
 	if si, ok := d.o.Index.(SightingIndex); ok && len(d.sightings) > 0 {
+		// One period, one expiry: a sighting is its (id, kind).
+		slices.SortFunc(d.sightings, func(a, b Sighting) int { return cmp.Or(strings.Compare(a.ID, b.ID), strings.Compare(a.Kind, b.Kind)) })
+		d.sightings = slices.CompactFunc(d.sightings, func(a, b Sighting) bool { return a.ID == b.ID && a.Kind == b.Kind })
 		if err := si.RecordSightings(ctx, d.o.Job, d.sightings, d.sweep()); err != nil {
 			return fmt.Errorf("write the dedupe index: sightings: %w", err)
 		}
