@@ -26,7 +26,7 @@ type rejectRow struct {
 	Field         string         `json:"field,omitempty"`
 	Value         string         `json:"value,omitempty"`
 	Reason        string         `json:"reason"`
-	Item          map[string]any `json:"item"`
+	Item          map[string]any `json:"item,omitempty"`
 }
 
 func rejectJSON(rj *lookups.Reject) rejectRow {

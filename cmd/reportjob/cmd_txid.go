@@ -124,7 +124,8 @@ func (c *cli) transactionByID(ctx context.Context, id string, lf *lookupFlags) e
 	case ranged:
 		sum.Note = fmt.Sprintf("searched %d period(s) of the range", h.Searched)
 	case h.Claim != nil || len(h.Sightings) > 0:
-		sum.Note = fmt.Sprintf("from the dedupe index: %d period(s) read; a reject whose item failed validation is not in the index: search a range with --from T --to T", h.Searched)
+		sum.Note = fmt.Sprintf("from the dedupe index: %d period(s) read; it keeps ids %s after their period: search older ones with --from T --to T",
+			h.Searched, days(collect.ClaimRetention(c.cfg.Report.DedupeWindow)))
 	default:
 		sum.Note = "not in the dedupe index: search a range of periods with --from T --to T"
 	}
