@@ -230,6 +230,7 @@ func TestPageCostYear(t *testing.T) {
 	if touched := 13; gets > 2*touched || lists != 0 {
 		t.Fatalf("the last page read %d objects and listed %d times; want at most %d reads and no list", gets, lists, 2*touched)
 	}
+	t.Logf("the last page (36 lines) of %d hourly periods read %d objects", len(ps), gets)
 	for i, l := range pg.Rows {
 		want := line(ps[11-i/perPeriod], "acme", perPeriod-1-i%perPeriod)
 		if l.Tx.ID != want.Tx.ID || l.Tx.Amount != want.Tx.Amount || l.Commission != want.Commission || l.Period.Start != ps[11-i/perPeriod].Start {
