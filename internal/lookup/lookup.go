@@ -69,7 +69,7 @@ type Reader struct {
 // Requests returns how many objects the Reader read and listed so far.
 func (r *Reader) Requests() (gets, lists int64) { return r.gets.Load(), r.lists.Load() }
 
-// Range returns the periods of r that start in [from, to), newest first;
+// newestFirst returns the periods of r that start in [from, to), newest first;
 // a zero from or to leaves that side open.
 func (r *Reader) newestFirst(from, to time.Time) []report.Period {
 	var out []report.Period
