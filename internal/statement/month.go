@@ -29,3 +29,9 @@ func Next(m string) string {
 	t, _ := time.Parse(MonthLayout, m)
 	return t.AddDate(0, 1, 0).Format(MonthLayout)
 }
+
+// Prev returns the month before m (a valid month).
+func Prev(m string) string {
+	t, _ := time.Parse(MonthLayout, m)
+	return t.AddDate(0, -1, 0).Format(MonthLayout)
+}
