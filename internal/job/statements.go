@@ -77,3 +77,15 @@ func (j *Job) Close(ctx context.Context, o CloseOptions) (monthclose.Result, err
 	defer r.stop(ctx)
 	return r.statements(ctx, o.Now, o.Month)
 }
+
+// Reader returns a monthly close that only reads (statement without
+// --close, status): no lease, no writes; dir holds what it downloads.
+func (j *Job) Reader(dir string) *monthclose.Closer {
+	r := &runner{j: j}
+	loc := j.Statements.Loc
+	if loc == nil {
+		loc = time.UTC
+	}
+	return &monthclose.Closer{Periods: r.publisher(), Job: j.Name, Version: j.Version, RunID: j.RunID, Loc: loc,
+		CloseAfter: j.Statements.CloseAfter, Formats: j.Statements.Formats, Concurrency: j.Concurrency, Dir: dir, Log: j.Log}
+}
