@@ -1,5 +1,3 @@
-//go:build linux
-
 package main
 
 import (
@@ -24,53 +22,6 @@ import (
 // due marker, no intent, drafts built from the latest period revisions)
 // and stCheckTotals (the invariant to the minor unit, by DuckDB, and the
 // agency CSVs against the statements Parquet).
-
-// monthManifest reads month m's manifest.
-func (r *stRunner) monthManifest(m string) *monthclose.Manifest {
-	r.t.Helper()
-	man, err := monthclose.ParseManifest(r.h.read(r.h.sink(), report.MonthManifestKey(m)))
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	return man
-}
-
-// check runs every check after a step, and checks that each final month
-// is byte for byte what it was when it was closed.
-func (r *stRunner) check(step string) {
-	r.t.Helper()
-	objs := r.h.objects()
-	mans := stCheckObjects(r.t, r.h, objs)
-	for m, man := range mans {
-		if !man.Final() {
-			continue
-		}
-		got := stMonthObjects(objs, m, man)
-		if prev, ok := r.final[m]; !ok {
-			r.final[m] = got
-		} else if !mapsEqual(prev, got) {
-			r.t.Errorf("%s: final month %s changed: %v, was %v", step, m, got, prev)
-		}
-	}
-	for m := range r.final {
-		if mans[m] == nil || !mans[m].Final() {
-			r.t.Errorf("%s: final month %s is gone or draft again", step, m)
-		}
-	}
-	stCheckTotals(r.t, r.h, objs, mans, stZone)
-	if r.t.Failed() {
-		r.t.Fatalf("checks failed after %s", step)
-	}
-}
-
-// stMonthObjects is month m's manifest and files: key -> sha256.
-func stMonthObjects(objs map[string]string, m string, man *monthclose.Manifest) map[string]string {
-	out := map[string]string{report.MonthManifestKey(m): objs[report.MonthManifestKey(m)]}
-	for _, f := range man.Files {
-		out[f.Key] = objs[f.Key]
-	}
-	return out
-}
 
 // stIsMonthKey reports whether key belongs to the statements: under
 // statements/, manifests/month=M/, manifests/due/ or agencies/A/month=M/.

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/reportjob/reportjob/internal/monthclose"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // The monthly statements end to end (issue 16, SPEC section 7), through
@@ -324,4 +327,51 @@ func (r *stRunner) wantAdjustments(m string, want []stAdj) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		r.t.Errorf("%s adjustments %v, want %v", m, got, want)
 	}
+}
+
+// monthManifest reads month m's manifest.
+func (r *stRunner) monthManifest(m string) *monthclose.Manifest {
+	r.t.Helper()
+	man, err := monthclose.ParseManifest(r.h.read(r.h.sink(), report.MonthManifestKey(m)))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return man
+}
+
+// check runs every check after a step, and checks that each final month
+// is byte for byte what it was when it was closed.
+func (r *stRunner) check(step string) {
+	r.t.Helper()
+	objs := r.h.objects()
+	mans := stCheckObjects(r.t, r.h, objs)
+	for m, man := range mans {
+		if !man.Final() {
+			continue
+		}
+		got := stMonthObjects(objs, m, man)
+		if prev, ok := r.final[m]; !ok {
+			r.final[m] = got
+		} else if !mapsEqual(prev, got) {
+			r.t.Errorf("%s: final month %s changed: %v, was %v", step, m, got, prev)
+		}
+	}
+	for m := range r.final {
+		if mans[m] == nil || !mans[m].Final() {
+			r.t.Errorf("%s: final month %s is gone or draft again", step, m)
+		}
+	}
+	stCheckTotals(r.t, r.h, objs, mans, stZone)
+	if r.t.Failed() {
+		r.t.Fatalf("checks failed after %s", step)
+	}
+}
+
+// stMonthObjects is month m's manifest and files: key -> sha256.
+func stMonthObjects(objs map[string]string, m string, man *monthclose.Manifest) map[string]string {
+	out := map[string]string{report.MonthManifestKey(m): objs[report.MonthManifestKey(m)]}
+	for _, f := range man.Files {
+		out[f.Key] = objs[f.Key]
+	}
+	return out
 }
