@@ -83,7 +83,7 @@ var pageOf = regexp.MustCompile(`page (\d+) of (\d+)`)
 func TestRenderPoppler(t *testing.T) {
 	for _, tc := range []struct {
 		name, id, want string
-		final        bool
+		final          bool
 	}{
 		{"latin", idLatin, idLatin, false},
 		{"greek", idGreek, idGreek, true},
