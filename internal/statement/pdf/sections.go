@@ -124,7 +124,7 @@ func (d *doc) summary() {
 			}
 		}
 		d.tableRows(table{cols: cols, family: familySans, size: 8.5, rowH: 5}, rows,
-			func(i int) bool { return i == len(labels)-1 })
+			func(i int) (bool, bool) { return i == len(labels)-1, i%2 == 1 })
 		d.f.Ln(2)
 	}
 	d.note("Amounts are in each currency's own units (ISO 4217 minor digits). " +
@@ -141,18 +141,25 @@ func (d *doc) days() {
 	}
 	d.note("Each day (in time zone " + orUTC(d.s.Zone) + ") with activity, per currency; the month's own periods only.")
 	cols := []column{
-		{"Date", 24, "L"}, {"Currency", 16, "L"}, {"Purchases", 18, "R"}, {"Refunds", 16, "R"},
+		{"Date", 28, "L"}, {"Currency", 15, "L"}, {"Purchases", 16, "R"}, {"Refunds", 15, "R"},
 		{"Gross", 28, "R"}, {"Refunded", 28, "R"}, {"Net", 28, "R"}, {"Commission", 28, "R"},
 	}
 	rows := make([][]string, len(d.s.Days))
+	shaded := make([]bool, len(d.s.Days)) // every other date
 	for i, day := range d.s.Days {
 		c := day.Currency
+		date := day.Date
+		if t, err := time.Parse("2006-01-02", date); err == nil {
+			date += " " + t.Format("Mon")
+		}
+		shaded[i] = i > 0 && (shaded[i-1] != (day.Date != d.s.Days[i-1].Date))
 		rows[i] = []string{
-			day.Date, c.Code, count(day.PurchaseCount), count(day.RefundCount),
+			date, c.Code, count(day.PurchaseCount), count(day.RefundCount),
 			c.FormatTotal(day.Gross), c.FormatTotal(day.Refunds), c.FormatTotal(day.Net), c.FormatTotal(day.Commission),
 		}
 	}
-	d.tableRows(table{cols: cols, family: familySans, size: 8, rowH: 4.4}, rows, nil)
+	d.tableRows(table{cols: cols, family: familySans, size: 8, rowH: 4.4}, rows,
+		func(i int) (bool, bool) { return false, shaded[i] })
 }
 
 // adjustments writes the prior-period adjustment lines.
@@ -179,7 +186,7 @@ func (d *doc) adjustments() {
 			c.FormatTotal(a.Gross), c.FormatTotal(a.Refunds), c.FormatTotal(a.Net), c.FormatTotal(a.Commission),
 		}
 	}
-	d.tableRows(table{cols: cols, family: familySans, size: 7, rowH: 4}, rows, nil)
+	d.tableRows(table{cols: cols, family: familySans, size: 7, rowH: 4}, rows, zebra)
 }
 
 // auditChain writes every period the statement covers, its revision and
@@ -214,7 +221,7 @@ func (d *doc) auditChain() {
 		}
 		rows[i] = []string{strconv.Itoa(i + 1), periodText(p.Period), name, strconv.Itoa(p.Revision), p.ManifestSHA256}
 	}
-	d.tableRows(table{cols: cols, family: familyMono, size: 6.5, rowH: 3.1}, rows, nil)
+	d.tableRows(table{cols: cols, family: familyMono, size: 6.5, rowH: 3.1}, rows, zebra)
 }
 
 // keyPattern reports whether every period's manifest key is prefix +

@@ -29,21 +29,27 @@ func (d *doc) tableHeader(t table) {
 	d.f.Ln(t.rowH + 1)
 }
 
-// rows writes rows under t's heading; a row that does not fit starts a new
-// page, which repeats the heading. bold reports the rows set in bold (nil:
-// none).
-func (d *doc) tableRows(t table, rows [][]string, bold func(i int) bool) {
+// rowStyle reports whether row i is set in bold and whether it is shaded.
+type rowStyle func(i int) (bold, shade bool)
+
+// zebra shades every other row.
+func zebra(i int) (bold, shade bool) { return false, i%2 == 1 }
+
+// tableRows writes rows under t's heading; a row that does not fit starts
+// a new page, which repeats the heading.
+func (d *doc) tableRows(t table, rows [][]string, style rowStyle) {
 	d.tableHeader(t)
 	for i, row := range rows {
 		if d.f.GetY()+t.rowH > bodyBottom {
 			d.newPage()
 			d.tableHeader(t)
 		}
-		style := ""
-		if bold != nil && bold(i) {
-			style = "B"
+		bold, shade := style(i)
+		weight := ""
+		if bold {
+			weight = "B"
 		}
-		d.font(t.family, style, t.size)
+		d.font(t.family, weight, t.size)
 		d.setFill(colZebra)
 		d.f.SetX(marginX)
 		for j, c := range t.cols {
@@ -51,7 +57,7 @@ func (d *doc) tableRows(t table, rows [][]string, bold func(i int) bool) {
 			if j < len(row) {
 				cell = row[j]
 			}
-			d.text(c.w, t.rowH, cell, c.align+"M", i%2 == 1)
+			d.text(c.w, t.rowH, cell, c.align+"M", shade)
 		}
 		d.f.Ln(t.rowH)
 	}
