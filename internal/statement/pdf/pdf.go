@@ -185,18 +185,35 @@ func (d *doc) heading(title string, need float64) {
 // note writes a paragraph of small muted text across the page.
 func (d *doc) note(s string) {
 	d.font(familySans, "", 7.5)
+	s = printable(s)
+	d.ensure(float64(len(d.f.SplitText(s, contentW))) * 3.4)
 	d.setText(colMuted)
 	d.f.SetX(marginX)
-	d.f.MultiCell(contentW, 3.4, printable(s), "", "L", false)
+	d.f.MultiCell(contentW, 3.4, s, "", "L", false)
 	d.setText(colText)
 	d.f.Ln(1)
+}
+
+// clip returns s, or as many of its first runes as fit in w millimetres in
+// the current font followed by "…".
+func (d *doc) clip(s string, w float64) string {
+	if d.f.GetStringWidth(s) <= w {
+		return s
+	}
+	r := []rune(s)
+	for len(r) > 0 && d.f.GetStringWidth(string(r)+"…") > w {
+		r = r[:len(r)-1]
+	}
+	return string(r) + "…"
 }
 
 // pageFurniture writes, once every page exists, the running header of the
 // pages after the first and every page's footer with "page n of m".
 func (d *doc) pageFurniture() {
 	n := d.f.PageCount()
-	head := fmt.Sprintf("%s · %s · %s · statement revision %d", d.s.AgencyID, d.s.Month, statusWord(d.s.Status), d.s.Revision)
+	d.font(familySans, "", 7.5)
+	head := fmt.Sprintf(" · %s · %s · statement revision %d", d.s.Month, statusWord(d.s.Status), d.s.Revision)
+	head = d.clip(printable(d.s.AgencyID), contentW-2*d.f.GetCellMargin()-d.f.GetStringWidth(head)) + head
 	foot := "reportjob monthly statement · job " + d.s.Job
 	for p := 1; p <= n; p++ {
 		d.f.SetPage(p)

@@ -133,27 +133,34 @@ func TestRenderPoppler(t *testing.T) {
 				t.Errorf("the id %q printed unreplaced", tc.id)
 			}
 
-			pages := pageOf.FindAllStringSubmatch(text, -1)
-			if len(pages) == 0 {
-				t.Fatal(`no "page n of m" in the text`)
-			}
-			n, _ := strconv.Atoi(pages[0][2])
-			if n < 8 {
+			if n := checkPages(t, path, text); n < 8 {
 				t.Errorf("%d pages, want at least 8 for 720 periods", n)
-			}
-			for i, m := range pages {
-				if m[1] != strconv.Itoa(i+1) || m[2] != strconv.Itoa(n) {
-					t.Errorf("footer %d is %q, want page %d of %d", i+1, m[0], i+1, n)
-				}
-			}
-			if len(pages) != n {
-				t.Errorf("%d page footers, want %d", len(pages), n)
-			}
-			if pngs := rasterise(t, path, 60); len(pngs) != n {
-				t.Errorf("pdftoppm rendered %d pages, want %d", len(pngs), n)
 			}
 		})
 	}
+}
+
+// checkPages checks that every page of the PDF at path says "page n of m"
+// in text, and that pdftoppm renders every page; it returns m.
+func checkPages(t testing.TB, path, text string) int {
+	t.Helper()
+	pages := pageOf.FindAllStringSubmatch(text, -1)
+	if len(pages) == 0 {
+		t.Fatal(`no "page n of m" in the text`)
+	}
+	n, _ := strconv.Atoi(pages[0][2])
+	for i, m := range pages {
+		if m[1] != strconv.Itoa(i+1) || m[2] != strconv.Itoa(n) {
+			t.Errorf("footer %d is %q, want page %d of %d", i+1, m[0], i+1, n)
+		}
+	}
+	if len(pages) != n {
+		t.Errorf("%d page footers, want %d", len(pages), n)
+	}
+	if pngs := rasterise(t, path, 60); len(pngs) != n {
+		t.Errorf("pdftoppm rendered %d pages, want %d", len(pngs), n)
+	}
+	return n
 }
 
 // TestRenderDeterministic renders the same statement repeatedly (also
@@ -245,9 +252,15 @@ func TestRenderEdges(t *testing.T) {
 			[]string{"Café Zürich"}},
 		{"ten currencies", many, []string{"Daily commission, UYW", "KWD", "page 1 of"}},
 		{"long id", long, []string{"très longue", "UTC"}},
+		{"128 wide letters", &statement.Agency{Job: "j", AgencyID: strings.Repeat("W", 128), Month: "2026-02", Status: statement.Final, Revision: 1},
+			[]string{strings.Repeat("W", 20), "page 1 of 1"}},
+		{"128 Cyrillic letters", &statement.Agency{Job: "j", AgencyID: strings.Repeat("Щ", 128), Month: "2026-02", Status: statement.Final, Revision: 1},
+			[]string{strings.Repeat("Щ", 20), "page 1 of 1"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			text := pdfText(t, writeTemp(t, "s.pdf", render(t, tc.s)))
+			path := writeTemp(t, "s.pdf", render(t, tc.s))
+			text := pdfText(t, path)
+			checkPages(t, path, text)
 			flat := strings.Join(strings.Fields(text), " ")
 			for _, w := range tc.want {
 				if !strings.Contains(flat, w) {

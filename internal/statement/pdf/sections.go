@@ -22,10 +22,16 @@ func (d *doc) titleBlock() {
 	f.Ln(5.5)
 
 	// The agency id may be long or in any script: it wraps, never clips.
+	id := printable(d.s.AgencyID)
 	d.font(familySans, "B", 17)
+	lineH := 7.5
+	if len(f.SplitText(id, contentW-48)) > 3 { // up to 128 wide characters
+		d.font(familySans, "B", 11)
+		lineH = 5
+	}
 	d.setText(colText)
 	f.SetX(marginX)
-	f.MultiCell(contentW-48, 7.5, printable(d.s.AgencyID), "", "L", false)
+	f.MultiCell(contentW-48, lineH, id, "", "L", false)
 	afterID := f.GetY()
 
 	// The status stamp, top right.
