@@ -310,3 +310,18 @@ func TestPrintable(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRender renders the realistic statement (3 currencies, 30 days,
+// 3 adjustments, 720 periods: 12 pages).
+func BenchmarkRender(b *testing.B) {
+	s := realistic(b, idLatin)
+	var size int
+	for b.Loop() {
+		var buf bytes.Buffer
+		if err := Render(&buf, s); err != nil {
+			b.Fatal(err)
+		}
+		size = buf.Len()
+	}
+	b.ReportMetric(float64(size), "bytes/pdf")
+}
