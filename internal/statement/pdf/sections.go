@@ -179,8 +179,8 @@ func (d *doc) adjustments() {
 		"(new revision − the revision billed before) is booked here, as a credit note would be: " +
 		"a negative commission reduces the commission due, a positive one adds to it.")
 	cols := []column{
-		{"Period (UTC)", 36, "L"}, {"Month", 13, "L"}, {"Revision", 14, "L"}, {"Reason", 22, "L"},
-		{"Cur.", 10, "L"}, {"Purch.", 11, "R"}, {"Refunds", 10, "R"},
+		{"Period (UTC)", 34, "L"}, {"Month", 13, "L"}, {"Revision", 13, "L"}, {"Reason", 22, "L"},
+		{"Cur.", 10, "L"}, {"Purch.", 11, "R"}, {"Refunds", 13, "R"},
 		{"Gross", 18, "R"}, {"Refunded", 17, "R"}, {"Net", 17, "R"}, {"Commission", 18, "R"},
 	}
 	rows := make([][]string, len(d.s.Adjustments))
