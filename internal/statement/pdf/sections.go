@@ -86,9 +86,14 @@ func (d *doc) field(label, value string) {
 	d.f.MultiCell(contentW-22, 4.6, printable(value), "", "L", false)
 }
 
-// currenciesPerBlock is how many currency columns the summary puts side by
-// side; more currencies continue in a second block below.
-const currenciesPerBlock = 4
+// The summary's columns: labels, then up to currenciesPerBlock currencies
+// side by side (more continue in a block below), each at most
+// currencyColW wide.
+const (
+	currenciesPerBlock = 5
+	summaryLabelW      = 54.0
+	currencyColW       = 33.0
+)
 
 // summary writes the totals per currency: one column per currency, one row
 // per figure, the commission due last and in bold.
@@ -110,9 +115,10 @@ func (d *doc) summary() {
 	}
 	for start := 0; start < len(d.s.Lines); start += currenciesPerBlock {
 		lines := d.s.Lines[start:min(start+currenciesPerBlock, len(d.s.Lines))]
-		cols := []column{{"", 54, "L"}}
+		cols := []column{{"", summaryLabelW, "L"}}
+		w := min(currencyColW, (contentW-summaryLabelW)/float64(len(lines)))
 		for _, l := range lines {
-			cols = append(cols, column{l.Currency.Code, 33, "R"})
+			cols = append(cols, column{l.Currency.Code, w, "R"})
 		}
 		rows := make([][]string, len(labels))
 		for i, lab := range labels {
