@@ -313,8 +313,17 @@ func TestPrintable(t *testing.T) {
 
 // BenchmarkRender renders the realistic statement (3 currencies, 30 days,
 // 3 adjustments, 720 periods: 12 pages).
-func BenchmarkRender(b *testing.B) {
+func BenchmarkRender(b *testing.B) { benchmarkRender(b, realistic(b, idLatin)) }
+
+// BenchmarkRenderDay renders a statement of one day (24 periods, 3
+// currencies): 2 pages, like the demo's.
+func BenchmarkRenderDay(b *testing.B) {
 	s := realistic(b, idLatin)
+	s.Days, s.Periods, s.Adjustments = s.Days[:3], s.Periods[:24], nil
+	benchmarkRender(b, s)
+}
+
+func benchmarkRender(b *testing.B, s *statement.Agency) {
 	var size int
 	for b.Loop() {
 		var buf bytes.Buffer
