@@ -16,8 +16,9 @@ import (
 	"time"
 )
 
-// This file runs one README walkthrough in one bash process, blocks in
-// document order, and compares what each block prints with the README.
+// This file runs one walkthrough of the documentation in one bash process,
+// blocks in document order (pages in docPages order), and compares what each
+// block prints with the page.
 
 // reporter is the part of *testing.T a walkthrough reports to (a fake in
 // the runner's own tests).
@@ -63,7 +64,7 @@ func (w *readmeWalk) script() string {
 			cmd = s.re.ReplaceAllLiteralString(cmd, s.dir)
 		}
 		out := fmt.Sprintf(`"$__rj/%d.out" 2>"$__rj/%d.err"`, i, i)
-		fmt.Fprintf(&b, "\n# README.md:%d\necho %d >\"$__rj/current\"\necho %d $EPOCHREALTIME >>\"$__rj/times\"\n", st.line, i, i)
+		fmt.Fprintf(&b, "\n# %s:%d\necho %d >\"$__rj/current\"\necho %d $EPOCHREALTIME >>\"$__rj/times\"\n", st.page, st.line, i, i)
 		switch {
 		case st.skip != "":
 			continue
@@ -176,7 +177,7 @@ func (w *readmeWalk) wait(t reporter) {
 			return
 		}
 		if st.skip != "" {
-			t.Logf("README.md:%d: skipped: %s", st.line, st.skip)
+			t.Logf("%s:%d: skipped: %s", st.page, st.line, st.skip)
 			continue
 		}
 		w.check(t, i, st)
@@ -187,8 +188,8 @@ func (w *readmeWalk) wait(t reporter) {
 // wrote ("i EPOCHREALTIME" as each block starts).
 func (w *readmeWalk) slowest(n int) string {
 	type took struct {
-		line int
-		d    time.Duration
+		at string
+		d  time.Duration
 	}
 	var l []took
 	var prevIdx int
@@ -200,14 +201,14 @@ func (w *readmeWalk) slowest(n int) string {
 			continue
 		}
 		if prev > 0 && prevIdx < len(w.steps) {
-			l = append(l, took{w.steps[prevIdx].line, time.Duration((at - prev) * float64(time.Second))})
+			l = append(l, took{fmt.Sprintf("%s:%d", w.steps[prevIdx].page, w.steps[prevIdx].line), time.Duration((at - prev) * float64(time.Second))})
 		}
 		prevIdx, prev = i, at
 	}
 	slices.SortFunc(l, func(a, b took) int { return cmp.Compare(b.d, a.d) })
 	var out []string
 	for _, x := range l[:min(n, len(l))] {
-		out = append(out, fmt.Sprintf("README.md:%d %v", x.line, x.d.Round(10*time.Millisecond)))
+		out = append(out, fmt.Sprintf("%s %v", x.at, x.d.Round(10*time.Millisecond)))
 	}
 	return strings.Join(out, ", ")
 }
@@ -228,11 +229,11 @@ func (w *readmeWalk) reportFailure(t reporter, i int, st readmeStep, runErr erro
 	case st.background > 0 && rc != "":
 		why = fmt.Sprintf("after SIGINT it exited %s, want 0", rc)
 	}
-	t.Errorf("README.md:%d: block %s\n%s\nstdout:\n%s\nstderr:\n%s", st.line, why, indent(st.cmd),
+	t.Errorf("%s:%d: block %s\n%s\nstdout:\n%s\nstderr:\n%s", st.page, st.line, why, indent(st.cmd),
 		indent(w.read(fmt.Sprintf("%d.out", i))), indent(w.read(fmt.Sprintf("%d.err", i))))
 }
 
-// check compares a block's stdout with the README's.
+// check compares a block's stdout with the page's.
 func (w *readmeWalk) check(t reporter, i int, st readmeStep) {
 	t.Helper()
 	got := w.read(fmt.Sprintf("%d.out", i))
@@ -240,7 +241,7 @@ func (w *readmeWalk) check(t reporter, i int, st readmeStep) {
 		lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
 		var sum map[string]any
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum["command"] == nil {
-			t.Errorf("README.md:%d: the background block's last stdout line is not a JSON summary line: %q", st.line, lines[len(lines)-1])
+			t.Errorf("%s:%d: the background block's last stdout line is not a JSON summary line: %q", st.page, st.line, lines[len(lines)-1])
 		}
 	}
 	if !st.hasExpect {
@@ -249,8 +250,8 @@ func (w *readmeWalk) check(t reporter, i int, st readmeStep) {
 	got = w.fromTest(got, st.expect)
 	want, have := normalizeOutput(st.expect), normalizeOutput(got)
 	if !matchLines(want, have) {
-		t.Errorf("README.md:%d: the output differs from README.md:%d\ncommand:\n%s\nREADME (normalised):\n%s\nprinted (normalised):\n%s\nstderr:\n%s",
-			st.line, st.expectLine, indent(st.cmd), indent(strings.Join(want, "\n")), indent(strings.Join(have, "\n")),
+		t.Errorf("%s:%d: the output differs from %[1]s:%[3]d\ncommand:\n%[4]s\n%[1]s (normalised):\n%[5]s\nprinted (normalised):\n%[6]s\nstderr:\n%[7]s",
+			st.page, st.line, st.expectLine, indent(st.cmd), indent(strings.Join(want, "\n")), indent(strings.Join(have, "\n")),
 			indent(w.read(fmt.Sprintf("%d.err", i))))
 	}
 }

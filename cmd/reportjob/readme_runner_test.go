@@ -139,35 +139,63 @@ func TestReadmeRunner(t *testing.T) {
 	}
 }
 
-// TestReadmeChecks: each table and link check finds a change to the real
-// README that makes it wrong.
+// TestReadmeChecks: each table, page and link check finds a change to the
+// real documentation that makes it wrong.
 func TestReadmeChecks(t *testing.T) {
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
-	text, err := os.ReadFile(filepath.Join(root, "README.md"))
+	for _, c := range []struct {
+		name, page, old, new string
+		check                func(*docSet) []string
+		want                 string
+	}{
+		{"flag", "docs/reference.md", "`[--json] [--now T]`", "`[--json]`", checkReadmeCommands, "docs/reference.md: status flags"},
+		{"command", "docs/reference.md", "| `version` |", "| `versions` |", checkReadmeCommands, `"versions" is not in`},
+		{"config default", "docs/reference.md", "| `report.lateness` | `2m` | wait", "| `report.lateness` | `5m` | wait", checkReadmeConfig, "report.lateness defaults to 5m"},
+		{"config key", "docs/reference.md", "| `report.concurrency` |", "| `report.parallelism` |", checkReadmeConfig, "report.concurrency is not in"},
+		{"anchor in the page", "docs/reports.md", "(#granting-an-agency-its-folder)", "(#granting-an-agency)", checkDocLinks, "docs/reports.md:"},
+		{"anchor in another page", "docs/tutorial.md", "(reference.md#exit-codes)", "(reference.md#exit-code)", checkDocLinks, "link reference.md#exit-code: docs/reference.md has no such heading"},
+		{"anchor from the README", "README.md", "(docs/reports.md#money)", "(docs/reports.md#monies)", checkDocLinks, "link docs/reports.md#monies: docs/reports.md has no such heading"},
+		{"anchor into RELIABILITY.md", "docs/reference.md", "(../RELIABILITY.md#config-change-matrix)", "(../RELIABILITY.md#config-changes)", checkDocLinks, "RELIABILITY.md has no such heading"},
+		{"page", "docs/tutorial.md", "(reference.md#exit-codes)", "(referenc.md#exit-codes)", checkDocLinks, "docs/referenc.md"},
+		{"file", "README.md", "(scripts/versions.sh)", "(scripts/version.sh)", checkDocLinks, "scripts/version.sh"},
+		{"code from a page", "docs/producers.md", "(../internal/money/iso4217.go)", "(../internal/money/iso4217s.go)", checkDocLinks, "internal/money/iso4217s.go"},
+		{"not linked from the README", "README.md", "(docs/aws.md)", "(RELIABILITY.md)", checkDocPages, "README.md does not link to docs/aws.md"},
+		{"sql", "docs/reports.md", "were not run against them", "were checked", checkReadmeQueries, "docs/reports.md:"},
+	} {
+		found := false
+		docs, err := loadDocs(root, func(file, text string) string {
+			if file != c.page {
+				return text
+			}
+			found = strings.Contains(text, c.old)
+			return strings.Replace(text, c.old, c.new, 1)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			t.Errorf("%s: %s has no %q", c.name, c.page, c.old)
+			continue
+		}
+		got := strings.Join(c.check(docs), "\n")
+		if got == "" || !strings.Contains(got, c.want) {
+			t.Errorf("%s: problems %q, want one with %q", c.name, got, c.want)
+		}
+	}
+
+	// A page of docs/ that docPages does not list, and that the README
+	// does not link to.
+	docs, err := loadDocs(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		name, old, new string
-		check          func(*readmeDoc, string) []string
-		want           string
-	}{
-		{"flag", "`[--json] [--now T]`", "`[--json]`", checkReadmeCommands, "README's status flags"},
-		{"command", "| `version` |", "| `versions` |", checkReadmeCommands, `"versions" is not in`},
-		{"config default", "| `report.lateness` | `2m` | wait", "| `report.lateness` | `5m` | wait", checkReadmeConfig, "report.lateness defaults to 5m"},
-		{"config key", "| `report.concurrency` |", "| `report.parallelism` |", checkReadmeConfig, "report.concurrency is not in"},
-		{"anchor", "(#exit-codes)", "(#exit-code)", checkReadmeLinks, "#exit-code: no such heading"},
-		{"file", "(scripts/versions.sh)", "(scripts/version.sh)", checkReadmeLinks, "scripts/version.sh"},
-		{"sql", "were not run against them", "were checked", checkReadmeQueries, "this SQL is not run"},
-	} {
-		s := string(text)
-		if !strings.Contains(s, c.old) {
-			t.Errorf("%s: README.md has no %q", c.name, c.old)
-			continue
+	got := strings.Join(docPageProblems(docs, []string{"docs/tutorial.md", "docs/extra.md"}), "\n")
+	for _, want := range []string{"docs/extra.md is not in docPages", "README.md does not link to docs/extra.md"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("an unlisted page: problems %q, want one with %q", got, want)
 		}
-		got := strings.Join(c.check(parseReadme(strings.Replace(s, c.old, c.new, 1)), root), "\n")
-		if !strings.Contains(got, c.want) {
-			t.Errorf("%s: problems %q, want one with %q", c.name, got, c.want)
-		}
+	}
+	if strings.Contains(got, "docs/tutorial.md") {
+		t.Errorf("a listed page: problems %q", got)
 	}
 }

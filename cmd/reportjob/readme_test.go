@@ -19,44 +19,139 @@ import (
 	"github.com/reportjob/reportjob/internal/testenv"
 )
 
-// TestREADME checks that README.md is true: its walkthroughs run as
-// written (readme_parse_test.go has the marker grammar) and print what it
-// shows, its links lead somewhere, and its command and configuration
-// tables match the binary. The walkthroughs take ~40 s; -short skips them.
+// docPages are the pages of the documentation TestREADME checks and runs,
+// in the order their walkthroughs run: a walkthrough may go on from one
+// page into a later one (the tutorial's folder is where docs/reports.md's
+// queries run), in one shell. Every docs/*.md must be listed here.
+var docPages = []string{
+	"README.md",
+	"docs/tutorial.md",
+	"docs/producers.md",
+	"docs/reports.md",
+	"docs/operations.md",
+	"docs/reference.md",
+	"docs/aws.md",
+	"docs/development.md",
+}
+
+// docLinkedPages are pages whose links (and headings, for anchors) are
+// checked, but that hold no walkthrough.
+var docLinkedPages = []string{"RELIABILITY.md", "PERFORMANCE.md"}
+
+// docSet is the documentation, parsed: the pages in docPages order.
+type docSet struct {
+	root   string
+	pages  []*readmeDoc
+	linked []*readmeDoc
+}
+
+// loadDocs reads and parses the pages. edit, when not nil, may change a
+// page's text first (the checks' own tests break a page on purpose).
+func loadDocs(root string, edit func(file, text string) string) (*docSet, error) {
+	s := &docSet{root: root}
+	for _, list := range []struct {
+		files []string
+		into  *[]*readmeDoc
+	}{{docPages, &s.pages}, {docLinkedPages, &s.linked}} {
+		for _, f := range list.files {
+			b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+			if err != nil {
+				return nil, fmt.Errorf("documentation page %s: %w", f, err)
+			}
+			text := string(b)
+			if edit != nil {
+				text = edit(f, text)
+			}
+			*list.into = append(*list.into, parseDoc(f, text))
+		}
+	}
+	return s, nil
+}
+
+// steps returns every page's steps, pages in docPages order.
+func (s *docSet) steps() []readmeStep {
+	var out []readmeStep
+	for _, d := range s.pages {
+		out = append(out, d.steps...)
+	}
+	return out
+}
+
+// walkthroughs returns the steps of each walkthrough, pages in docPages
+// order and each page in document order.
+func (s *docSet) walkthroughs() map[string][]readmeStep {
+	out := map[string][]readmeStep{}
+	for _, st := range s.steps() {
+		if st.walkthrough != "" {
+			out[st.walkthrough] = append(out[st.walkthrough], st)
+		}
+	}
+	return out
+}
+
+// section returns the page and the heading whose text is heading.
+func (s *docSet) section(heading string) (*readmeDoc, mdHeading, error) {
+	for _, d := range s.pages {
+		for _, h := range d.headings {
+			if h.text == heading {
+				return d, h, nil
+			}
+		}
+	}
+	return nil, mdHeading{}, fmt.Errorf("no page of %v has a section %q", docPages, heading)
+}
+
+// page returns the parsed page file (relative to the repository, with
+// "/"), nil when it is not one of docPages or docLinkedPages.
+func (s *docSet) page(file string) *readmeDoc {
+	for _, d := range append(slices.Clip(s.pages), s.linked...) {
+		if d.file == file {
+			return d
+		}
+	}
+	return nil
+}
+
+// TestREADME checks that README.md and the pages of docs/ are true: their
+// walkthroughs run as written (readme_parse_test.go has the marker
+// grammar) and print what they show, their links lead somewhere, and the
+// command and configuration tables match the binary. The walkthroughs take
+// ~40 s; -short skips them.
 func TestREADME(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile(filepath.Join(root, "README.md"))
+	docs, err := loadDocs(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := parseReadme(string(text))
 
 	t.Run("grammar", func(t *testing.T) {
-		for _, e := range doc.errs {
-			t.Error(e)
+		for _, d := range docs.pages {
+			for _, e := range d.errs {
+				t.Error(e)
+			}
 		}
 	})
 	for _, c := range []struct {
 		name  string
-		check func(*readmeDoc, string) []string
+		check func(*docSet) []string
 	}{
-		{"links", checkReadmeLinks}, {"commands", checkReadmeCommands},
+		{"pages", checkDocPages}, {"links", checkDocLinks}, {"commands", checkReadmeCommands},
 		{"config", checkReadmeConfig}, {"queries", checkReadmeQueries},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for _, p := range c.check(doc, root) {
+			for _, p := range c.check(docs) {
 				t.Error(p)
 			}
 		})
 	}
 
-	walks := doc.walkthroughs()
+	walks := docs.walkthroughs()
 	for name := range walks {
 		if _, ok := readmeWalkthroughs[name]; !ok {
-			t.Errorf("README walkthrough %q is unknown to the test: add it to readmeWalkthroughs", name)
+			t.Errorf("walkthrough %q (%s:%d) is unknown to the test: add it to readmeWalkthroughs", name, walks[name][0].page, walks[name][0].line)
 		}
 	}
 	// Each walkthrough starts before its subtest pauses for t.Parallel, so
@@ -67,7 +162,7 @@ func TestREADME(t *testing.T) {
 		t.Run("walkthrough/"+name, func(t *testing.T) {
 			spec := readmeWalkthroughs[name]
 			if len(walks[name]) == 0 {
-				t.Fatalf("README.md has no walkthrough %q", name)
+				t.Fatalf("no page of %v has a walkthrough %q", docPages, name)
 			}
 			if testing.Short() {
 				t.Skip("-short: the walkthroughs run commands for ~40 s")
@@ -183,22 +278,50 @@ func readmeEnv(t *testing.T, home string) []string {
 
 var linkRE = regexp.MustCompile(`\]\(([^)\s]+)\)`)
 
-// checkReadmeLinks checks that every relative link names a file of the
-// repository and every #anchor a heading.
-func checkReadmeLinks(doc *readmeDoc, root string) (problems []string) {
-	anchors := map[string]bool{}
-	seen := map[string]int{}
-	for _, h := range doc.headings {
-		s := headingSlug(h.text)
-		if n := seen[s]; n > 0 {
-			anchors[s+"-"+string(rune('0'+n))] = true
-		} else {
-			anchors[s] = true
-		}
-		seen[s]++
+// checkDocPages checks that docPages names every page of docs/, and that
+// README.md links to each one (a newcomer reaches every page from it).
+func checkDocPages(s *docSet) (problems []string) {
+	files, err := filepath.Glob(filepath.Join(s.root, "docs", "*.md"))
+	if err != nil {
+		return []string{err.Error()}
 	}
+	for i, f := range files {
+		files[i] = "docs/" + filepath.Base(f)
+	}
+	return docPageProblems(s, files)
+}
+
+// docPageProblems is checkDocPages for the pages files (paths relative to
+// the repository) found in docs/.
+func docPageProblems(s *docSet, files []string) (problems []string) {
+	linked := map[string]bool{}
+	readme := s.page("README.md")
+	for _, l := range readme.links() {
+		path, _, _ := strings.Cut(l.target, "#")
+		linked[path] = true
+	}
+	for _, f := range files {
+		if !slices.Contains(docPages, f) {
+			problems = append(problems, fmt.Sprintf("%s is not in docPages (readme_test.go): add it where its walkthroughs belong in the order", f))
+		}
+		if !linked[f] {
+			problems = append(problems, fmt.Sprintf("README.md does not link to %s", f))
+		}
+	}
+	return problems
+}
+
+// mdLink is a link of a page, outside code blocks.
+type mdLink struct {
+	line   int
+	target string
+}
+
+// links returns the page's links, code blocks left out.
+func (d *readmeDoc) links() []mdLink {
+	var out []mdLink
 	inFence := false
-	for i, line := range doc.lines {
+	for i, line := range d.lines {
 		if strings.HasPrefix(line, "```") {
 			inFence = !inFence
 		}
@@ -206,18 +329,66 @@ func checkReadmeLinks(doc *readmeDoc, root string) (problems []string) {
 			continue
 		}
 		for _, m := range linkRE.FindAllStringSubmatch(line, -1) {
-			target := m[1]
-			switch {
-			case strings.Contains(target, "://"), strings.HasPrefix(target, "mailto:"):
-			case strings.HasPrefix(target, "#"):
-				if !anchors[target[1:]] {
-					problems = append(problems, fmt.Sprintf("README.md:%d: link %s: no such heading", i+1, target))
+			out = append(out, mdLink{i + 1, m[1]})
+		}
+	}
+	return out
+}
+
+// anchors returns the GitHub anchors of the page's headings.
+func (d *readmeDoc) anchors() map[string]bool {
+	anchors := map[string]bool{}
+	seen := map[string]int{}
+	for _, h := range d.headings {
+		s := headingSlug(h.text)
+		if n := seen[s]; n > 0 {
+			anchors[fmt.Sprintf("%s-%d", s, n)] = true
+		} else {
+			anchors[s] = true
+		}
+		seen[s]++
+	}
+	return anchors
+}
+
+// checkDocLinks checks that every relative link of every page (and of
+// RELIABILITY.md and PERFORMANCE.md) names a file of the repository, and
+// every #anchor a heading of the page it names.
+func checkDocLinks(s *docSet) (problems []string) {
+	for _, d := range append(slices.Clip(s.pages), s.linked...) {
+		for _, l := range d.links() {
+			if strings.Contains(l.target, "://") || strings.HasPrefix(l.target, "mailto:") {
+				continue
+			}
+			path, anchor, hasAnchor := strings.Cut(l.target, "#")
+			file := d.file
+			if path != "" {
+				file = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(d.file), path)))
+				if strings.HasPrefix(file, "../") {
+					problems = append(problems, fmt.Sprintf("%s:%d: link %s: outside the repository", d.file, l.line, l.target))
+					continue
 				}
-			default:
-				path, _, _ := strings.Cut(target, "#")
-				if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(path))); err != nil {
-					problems = append(problems, fmt.Sprintf("README.md:%d: link %s: %v", i+1, target, err))
+				if _, err := os.Stat(filepath.Join(s.root, filepath.FromSlash(file))); err != nil {
+					problems = append(problems, fmt.Sprintf("%s:%d: link %s: %v", d.file, l.line, l.target, err))
+					continue
 				}
+			}
+			if !hasAnchor {
+				continue
+			}
+			target := s.page(file)
+			if target == nil && strings.HasSuffix(file, ".md") {
+				b, err := os.ReadFile(filepath.Join(s.root, filepath.FromSlash(file)))
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("%s:%d: link %s: %v", d.file, l.line, l.target, err))
+					continue
+				}
+				target = parseDoc(file, string(b))
+			}
+			if target == nil {
+				problems = append(problems, fmt.Sprintf("%s:%d: link %s: an anchor into a file that is not Markdown", d.file, l.line, l.target))
+			} else if !target.anchors()[anchor] {
+				problems = append(problems, fmt.Sprintf("%s:%d: link %s: %s has no such heading", d.file, l.line, l.target, file))
 			}
 		}
 	}
@@ -241,8 +412,18 @@ func headingSlug(h string) string {
 
 // readmeTable returns the rows (cells trimmed, `\|` unescaped) of the
 // first table in the section under heading whose first header cell is
-// first.
-func readmeTable(doc *readmeDoc, heading, first string) ([][]string, error) {
+// first, and the page it is in.
+func readmeTable(s *docSet, heading, first string) ([][]string, *readmeDoc, error) {
+	for _, doc := range s.pages {
+		if rows := doc.table(heading, first); rows != nil {
+			return rows, doc, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("no page of %v has a table with a %q column under %q", docPages, first, heading)
+}
+
+// table is readmeTable for one page: nil when it has no such table.
+func (doc *readmeDoc) table(heading, first string) [][]string {
 	for _, h := range doc.headings {
 		if h.text != heading {
 			continue
@@ -266,10 +447,10 @@ func readmeTable(doc *readmeDoc, heading, first string) ([][]string, error) {
 			rows = append(rows, cells)
 		}
 		if len(rows) > 2 {
-			return rows[2:], nil // after the header and the |---| line
+			return rows[2:] // after the header and the |---| line
 		}
 	}
-	return nil, fmt.Errorf("README.md: no table with a %q column under %q", first, heading)
+	return nil
 }
 
 var flagRE = regexp.MustCompile(`(?m)(?:^|[\s\[(` + "`" + `])--?([a-z][a-z-]*)`)
@@ -286,7 +467,7 @@ func flagSet(s string) []string {
 // checkReadmeCommands checks the "Command line reference" table against
 // `reportjob help` and each command's -h: the same commands, and for each
 // the same flags in the table, in help and in the flag set.
-func checkReadmeCommands(doc *readmeDoc, _ string) (problems []string) {
+func checkReadmeCommands(s *docSet) (problems []string) {
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"help"}, nil, &out, &errb); code != 0 {
 		return []string{fmt.Sprintf("reportjob help: exit %d: %s", code, errb.String())}
@@ -298,7 +479,7 @@ func checkReadmeCommands(doc *readmeDoc, _ string) (problems []string) {
 			helpArgs[f[0]] = lines[i+1]
 		}
 	}
-	rows, err := readmeTable(doc, "Command line reference", "command")
+	rows, doc, err := readmeTable(s, "Command line reference", "command")
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -309,7 +490,7 @@ func checkReadmeCommands(doc *readmeDoc, _ string) (problems []string) {
 	for name, args := range table {
 		h, ok := helpArgs[name]
 		if !ok {
-			problems = append(problems, fmt.Sprintf("README command %q is not in `reportjob help`", name))
+			problems = append(problems, fmt.Sprintf("%s: command %q is not in `reportjob help`", doc.file, name))
 			continue
 		}
 		var stdout, stderr bytes.Buffer
@@ -324,7 +505,7 @@ func checkReadmeCommands(doc *readmeDoc, _ string) (problems []string) {
 		}
 		slices.Sort(defined)
 		if got := flagSet(args); !slices.Equal(got, defined) {
-			problems = append(problems, fmt.Sprintf("README's %s flags %v, the command's %v", name, got, defined))
+			problems = append(problems, fmt.Sprintf("%s: %s flags %v, the command's %v", doc.file, name, got, defined))
 		}
 		if got := flagSet(h); !slices.Equal(got, defined) {
 			problems = append(problems, fmt.Sprintf("`reportjob help` shows %s flags %v, the command has %v", name, got, defined))
@@ -332,7 +513,7 @@ func checkReadmeCommands(doc *readmeDoc, _ string) (problems []string) {
 	}
 	for name := range helpArgs {
 		if _, ok := table[name]; !ok {
-			problems = append(problems, fmt.Sprintf("`reportjob help` lists %q, the README's command table does not", name))
+			problems = append(problems, fmt.Sprintf("`reportjob help` lists %q, the command table of %s does not", name, doc.file))
 		}
 	}
 	return problems
@@ -340,8 +521,8 @@ func checkReadmeCommands(doc *readmeDoc, _ string) (problems []string) {
 
 // checkReadmeConfig checks the "Configuration reference" table against
 // the keys of internal/config and their defaults.
-func checkReadmeConfig(doc *readmeDoc, _ string) (problems []string) {
-	rows, err := readmeTable(doc, "Configuration reference", "key")
+func checkReadmeConfig(s *docSet) (problems []string) {
+	rows, doc, err := readmeTable(s, "Configuration reference", "key")
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -353,14 +534,14 @@ func checkReadmeConfig(doc *readmeDoc, _ string) (problems []string) {
 		def, ok := table[k.Path]
 		switch {
 		case !ok:
-			problems = append(problems, fmt.Sprintf("config key %s is not in the README's configuration table", k.Path))
+			problems = append(problems, fmt.Sprintf("config key %s is not in the configuration table of %s", k.Path, doc.file))
 		case def != k.Default:
-			problems = append(problems, fmt.Sprintf("README: %s defaults to %s; internal/config: %s", k.Path, def, k.Default))
+			problems = append(problems, fmt.Sprintf("%s: %s defaults to %s; internal/config: %s", doc.file, k.Path, def, k.Default))
 		}
 		delete(table, k.Path)
 	}
 	for k := range table {
-		problems = append(problems, fmt.Sprintf("README's configuration table has %s, which is not a key of internal/config", k))
+		problems = append(problems, fmt.Sprintf("the configuration table of %s has %s, which is not a key of internal/config", doc.file, k))
 	}
 	return problems
 }
@@ -368,31 +549,26 @@ func checkReadmeConfig(doc *readmeDoc, _ string) (problems []string) {
 // checkReadmeQueries checks that every ```sql block of "Querying the
 // reports" is run through scripts/query.sh by a walkthrough, or that the
 // section says it was not run.
-func checkReadmeQueries(doc *readmeDoc, _ string) (problems []string) {
+func checkReadmeQueries(s *docSet) (problems []string) {
 	collapse := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	var run []string
-	for _, st := range doc.steps {
+	for _, st := range s.steps() {
 		if st.walkthrough != "" && st.skip == "" && strings.Contains(st.cmd, "query.sh") {
 			run = append(run, collapse(st.cmd))
 		}
 	}
-	var section *mdHeading
-	for i, h := range doc.headings {
-		if h.text == "Querying the reports" {
-			section = &doc.headings[i]
-		}
+	doc, section, err := s.section("Querying the reports")
+	if err != nil {
+		return []string{err.Error()}
 	}
-	if section == nil {
-		return []string{`README.md has no "Querying the reports" section`}
-	}
-	saysNotRun := regexp.MustCompile(`(?i)\bnot\s+run\b`).MatchString(doc.sectionProse(*section))
+	saysNotRun := regexp.MustCompile(`(?i)\bnot\s+run\b`).MatchString(doc.sectionProse(section))
 	for _, b := range doc.blocks {
 		if b.lang != "sql" || b.section != section.text {
 			continue
 		}
 		sql := collapse(b.body)
 		if !slices.ContainsFunc(run, func(c string) bool { return strings.Contains(c, sql) }) && !saysNotRun {
-			problems = append(problems, fmt.Sprintf("README.md:%d: this SQL is not run by a walkthrough, and the section does not say it was not run", b.line))
+			problems = append(problems, fmt.Sprintf("%s:%d: this SQL is not run by a walkthrough, and the section does not say it was not run", doc.file, b.line))
 		}
 	}
 	return problems
