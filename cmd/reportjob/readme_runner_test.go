@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,21 +97,7 @@ func TestReadmeRunner(t *testing.T) {
 		if len(d.errs) > 0 {
 			t.Fatalf("grammar: %q", d.errs)
 		}
-		tmp := t.TempDir()
-		w := &readmeWalk{name: "w", steps: d.walkthroughs()["w"], root: tmp, home: filepath.Join(tmp, "home"),
-			out: filepath.Join(tmp, "out"), env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(tmp, "home")}}
-		w.subst = []readmeSubst{{re: regexp.MustCompile(`/tmp/x\b`), readme: "/tmp/x", dir: filepath.Join(tmp, "x")}}
-		for _, p := range []string{w.home, w.out} {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.start(time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		r := &recorder{}
-		w.wait(r)
-		return r
+		return runTestWalk(t, d.walkthroughs()["w"])
 	}
 	sh := func(body string) string { return fence + "sh\n" + body + "\n" + fence + "\n" }
 	text := func(body string) string { return "\n" + fence + "text\n" + body + "\n" + fence + "\n" }
@@ -136,6 +123,67 @@ func TestReadmeRunner(t *testing.T) {
 		if !strings.Contains(strings.Join(r.errs, "\n"), c.want) {
 			t.Errorf("%s: errors %q, want one with %q", c.name, r.errs, c.want)
 		}
+	}
+}
+
+// runTestWalk runs steps as the walkthrough "w" in a temp folder, /tmp/x
+// standing for a folder of its own, and returns what it reported.
+func runTestWalk(t *testing.T, steps []readmeStep) *recorder {
+	t.Helper()
+	tmp := t.TempDir()
+	w := &readmeWalk{name: "w", steps: steps, root: tmp, home: filepath.Join(tmp, "home"),
+		out: filepath.Join(tmp, "out"), env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(tmp, "home")}}
+	w.subst = []readmeSubst{{re: regexp.MustCompile(`/tmp/x\b`), readme: "/tmp/x", dir: filepath.Join(tmp, "x")}}
+	for _, p := range []string{w.home, w.out} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.start(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{}
+	w.wait(r)
+	return r
+}
+
+// TestDocsWalkthroughAcrossPages: a walkthrough that goes on in a later
+// page runs in one shell, pages in docPages order: the later page's blocks
+// start in the folder, with the variables, the earlier page left; a page
+// ends the walkthrough its marker started (a block after the end of the
+// walkthrough's section on the same page is outside it); and a failure
+// names the page and line.
+func TestDocsWalkthroughAcrossPages(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	sh := func(body string) string { return fence + "sh\n" + body + "\n" + fence + "\n" }
+	text := func(body string) string { return "\n" + fence + "text\n" + body + "\n" + fence + "\n" }
+	docs := &docSet{pages: []*readmeDoc{
+		parseDoc("README.md", "# R\n<!-- walkthrough: w -->\n"+sh("V=first; mkdir -p /tmp/x/a && cd /tmp/x/a")),
+		parseDoc("docs/one.md", "# One\n## Q\n<!-- walkthrough: w -->\n"+sh(`echo "$V $(basename "$PWD")"`)+text("first a")+
+			"## Other\n<!-- skip: not part of w -->\n"+sh("exit 1")),
+		parseDoc("docs/two.md", "# Two\n<!-- walkthrough: w -->\n"+sh("false")),
+	}}
+	for _, d := range docs.pages {
+		if len(d.errs) > 0 {
+			t.Fatalf("grammar: %q", d.errs)
+		}
+	}
+	steps := docs.walkthroughs()["w"]
+	var at []string
+	for _, st := range steps {
+		at = append(at, fmt.Sprintf("%s:%d", st.page, st.line))
+	}
+	if want := []string{"README.md:3", "docs/one.md:4", "docs/two.md:3"}; !slices.Equal(at, want) {
+		t.Fatalf("steps at %v, want %v", at, want)
+	}
+	if r := runTestWalk(t, steps[:2]); len(r.errs) > 0 {
+		t.Errorf("across two pages: %q", r.errs)
+	}
+	r := runTestWalk(t, steps)
+	if got := strings.Join(r.errs, "\n"); !strings.Contains(got, "docs/two.md:3: block a command failed") {
+		t.Errorf("a failing block of the second page: errors %q, want one naming docs/two.md:3", got)
 	}
 }
 
