@@ -202,6 +202,7 @@ func (c *cli) newJob(st *store, b *bucket, onSummary func(report.SummaryRow)) *j
 			LineItems: cfg.Report.LineItems, AgencyFiles: formats,
 			Rates:   pricing.Table{Default: cfg.Commission.Default, Agencies: cfg.Commission.Agencies},
 			Version: version, SinkURL: cfg.Sink.URL,
+			Statements: statementsConfig(cfg),
 		},
 		Source: st, Index: st, State: st, Bucket: b.Bucket,
 		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), c.runID), RunID: c.runID, LeaseTTL: cfg.Report.LeaseTTL,

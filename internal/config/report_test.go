@@ -275,3 +275,23 @@ func TestParseDurationMatchesGo(t *testing.T) {
 		}
 	}
 }
+
+func TestStatementsTimezone(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{"statements: {timezone: Europe/Paris}", ""},
+		{"statements: {timezone: Asia/Kolkata}", "month boundaries are not 1h period boundaries"},
+		{"report: {period: 30m}\nstatements: {timezone: Asia/Kolkata}", ""},
+		{"report: {period: 24h}\nstatements: {timezone: Europe/Paris}", "month boundaries are not 24h period boundaries"},
+		{"report: {period: 2h}\nstatements: {timezone: Europe/Paris}", "not 2h period boundaries"},
+		{"statements: {timezone: Mars/Base}", "IANA time zone"},
+		{"statements: {close_after: 90d}", "between 0 and 60d"},
+		{"statements: {agency_files: [pdf, xlsx]}", `unknown format "xlsx"`},
+	} {
+		_, err := Parse([]byte(tc.file), "c.yaml", nil)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: err = %v, want %q", tc.file, err, tc.want)
+		}
+	}
+}

@@ -68,7 +68,7 @@ type PeriodCheck struct {
 // manifest does not list. With Repair it then restates periods whose items
 // or objects differ, publishes a missing manifest, and removes unlisted
 // objects.
-func (j *Job) Verify(ctx context.Context, o VerifyOptions) ([]PeriodCheck, error) {
+func (j *Job) Verify(ctx context.Context, o VerifyOptions) (_ []PeriodCheck, err error) {
 	if o.Now.IsZero() {
 		o.Now = j.now()
 	}
@@ -77,6 +77,17 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) ([]PeriodCheck, error
 		return nil, err
 	}
 	defer r.stop(ctx)
+	if o.Repair {
+		if _, err := r.statements(ctx, o.Now, ""); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				return
+			}
+			_, err = r.statements(ctx, o.Now, "")
+		}()
+	}
 	if o.Last > 0 {
 		o.From, o.To = lastRange(r.grid, o.Now.Add(-j.Lateness), o.Last)
 	}
