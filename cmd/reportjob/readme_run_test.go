@@ -47,6 +47,11 @@ type readmeWalk struct {
 	subst []readmeSubst
 	env   []string
 
+	// update: rewrite an expected output that differs (not a trimmed one,
+	// with "..."), into updates, instead of failing (-update-docs).
+	update  bool
+	updates []docUpdate
+
 	done    chan struct{} // closed when bash has exited
 	runErr  error
 	elapsed time.Duration
@@ -250,6 +255,11 @@ func (w *readmeWalk) check(t reporter, i int, st readmeStep) {
 	got = w.fromTest(got, st.expect)
 	want, have := normalizeOutput(st.expect), normalizeOutput(got)
 	if !matchLines(want, have) {
+		if w.update && !slices.Contains(want, "...") {
+			w.updates = append(w.updates, docUpdate{page: st.page, line: st.expectLine, body: keepShown(got, st.expect)})
+			t.Logf("%s:%d: -update-docs: the output block is rewritten with what the command printed", st.page, st.expectLine)
+			return
+		}
 		t.Errorf("%s:%d: the output differs from %[1]s:%[3]d\ncommand:\n%[4]s\n%[1]s (normalised):\n%[5]s\nprinted (normalised):\n%[6]s\nstderr:\n%[7]s",
 			st.page, st.line, st.expectLine, indent(st.cmd), indent(strings.Join(want, "\n")), indent(strings.Join(have, "\n")),
 			indent(w.read(fmt.Sprintf("%d.err", i))))
@@ -329,4 +339,64 @@ func indent(s string) string {
 		return "    (empty)"
 	}
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+// docUpdate is an expected output to rewrite: the ```text block that
+// opens at line of page gets body.
+type docUpdate struct {
+	page string
+	line int
+	body string
+}
+
+// keepShown returns what a block printed, with the values readmeNormal
+// masks (run ids, durations, lease holders) put back as the page showed
+// them, in order, so that a rewrite changes only what really changed.
+func keepShown(got, shown string) string {
+	for _, n := range readmeNormal {
+		old := n.re.FindAllString(shown, -1)
+		i := 0
+		got = n.re.ReplaceAllStringFunc(got, func(m string) string {
+			if i < len(old) {
+				i++
+				return old[i-1]
+			}
+			return m
+		})
+	}
+	return got
+}
+
+// applyDocUpdates rewrites the expected outputs of ups in the pages under
+// root.
+func applyDocUpdates(root string, ups []docUpdate) error {
+	byPage := map[string][]docUpdate{}
+	for _, u := range ups {
+		byPage[u.page] = append(byPage[u.page], u)
+	}
+	for page, ups := range byPage {
+		path := filepath.Join(root, filepath.FromSlash(page))
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines := strings.Split(string(b), "\n")
+		// Bottom up, so that the earlier blocks' line numbers hold.
+		slices.SortFunc(ups, func(a, b docUpdate) int { return cmp.Compare(b.line, a.line) })
+		for _, u := range ups {
+			end := u.line // lines[u.line-1] is the opening fence
+			for end < len(lines) && strings.TrimSpace(lines[end]) != "```" {
+				end++
+			}
+			if u.line < 1 || end == len(lines) || !strings.HasPrefix(lines[u.line-1], "```text") {
+				return fmt.Errorf("%s:%d: no ```text block to rewrite", page, u.line)
+			}
+			body := strings.Split(strings.TrimRight(u.body, "\n"), "\n")
+			lines = slices.Concat(lines[:u.line], body, lines[end:])
+		}
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -247,3 +247,34 @@ func TestReadmeChecks(t *testing.T) {
 		t.Errorf("a listed page: problems %q", got)
 	}
 }
+
+// TestDocsUpdate: -update-docs rewrites a differing output block with what
+// was printed, keeping the page's run ids and durations, and leaves the
+// rest of the page as it was.
+func TestDocsUpdate(t *testing.T) {
+	got := keepShown(`{"run_id":"0123456789ab","n":2,"duration_ms":7}`+"\n", `{"run_id":"5727fed64698","n":1,"duration_ms":3}`)
+	if want := `{"run_id":"5727fed64698","n":2,"duration_ms":3}` + "\n"; got != want {
+		t.Errorf("keepShown: %q, want %q", got, want)
+	}
+	root := t.TempDir()
+	page := "# A\n" + fence + "sh\necho 1\n" + fence + "\n\n" + fence + "text\nold\nlines\n" + fence + "\n" +
+		fence + "sh\necho 2\n" + fence + "\n\n" + fence + "text\nkept\n" + fence + "\n"
+	if err := os.MkdirAll(filepath.Join(root, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "docs", "a.md"), []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := parseDoc("docs/a.md", page)
+	if err := applyDocUpdates(root, []docUpdate{{page: "docs/a.md", line: d.steps[0].expectLine, body: "new\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "docs", "a.md"))
+	want := strings.Replace(page, "old\nlines\n", "new\n", 1)
+	if string(b) != want {
+		t.Errorf("page:\n%s\nwant:\n%s", b, want)
+	}
+	if err := applyDocUpdates(root, []docUpdate{{page: "docs/a.md", line: 2, body: "x"}}); err == nil {
+		t.Error("a rewrite of a line that is no ```text block: no error")
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -11,12 +12,16 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/config"
 	"github.com/reportjob/reportjob/internal/testenv"
 )
+
+var updateDocs = flag.Bool("update-docs", false,
+	"TestREADME: rewrite the expected outputs of the pages' command blocks that differ (not the trimmed ones, with ...) with what the commands print")
 
 // TestREADME checks that README.md and the pages of docs/ are true: their
 // walkthroughs run as written (readme_parse_test.go has the marker
@@ -54,6 +59,19 @@ func TestREADME(t *testing.T) {
 		})
 	}
 
+	var (
+		mu      sync.Mutex
+		updates []docUpdate
+	)
+	if *updateDocs {
+		// After every walkthrough subtest, parallel ones included.
+		t.Cleanup(func() {
+			if err := applyDocUpdates(root, updates); err != nil {
+				t.Errorf("-update-docs: %v", err)
+			}
+		})
+	}
+
 	walks := docs.walkthroughs()
 	for name := range walks {
 		if _, ok := readmeWalkthroughs[name]; !ok {
@@ -82,6 +100,9 @@ func TestREADME(t *testing.T) {
 			w := startReadmeWalkthrough(t, root, name, walks[name], spec)
 			t.Parallel()
 			w.wait(t)
+			mu.Lock()
+			updates = append(updates, w.updates...)
+			mu.Unlock()
 		})
 	}
 }
@@ -116,7 +137,7 @@ var readmeWalkthroughs = map[string]readmeWalkSpec{
 // and substitutions, and starts it.
 func startReadmeWalkthrough(t *testing.T, root, name string, steps []readmeStep, spec readmeWalkSpec) *readmeWalk {
 	tmp := t.TempDir()
-	w := &readmeWalk{name: name, steps: steps, root: root,
+	w := &readmeWalk{name: name, steps: steps, root: root, update: *updateDocs,
 		home: filepath.Join(tmp, "home"), out: filepath.Join(tmp, "out")}
 	for _, d := range []string{w.home, w.out} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
