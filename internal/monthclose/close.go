@@ -221,6 +221,7 @@ type monthWork struct {
 	adjust  []report.Period // periods of final months to book here
 	final   bool            // issue the final statement
 	reason  string
+	force   bool // publish a new revision even if nothing changed (verify --repair)
 }
 
 // closable reports whether draft m's close time has passed, every period
