@@ -266,11 +266,15 @@ func (w *readmeWalk) check(t reporter, i int, st readmeStep) {
 	}
 }
 
-var dayRE = regexp.MustCompile(`"day":"(\d{4})-(\d{2})-(\d{2})"`)
+var (
+	dayRE       = regexp.MustCompile(`"day":"(\d{4})-(\d{2})-(\d{2})"`)
+	statementRE = regexp.MustCompile(`statement-[0-9a-f]{16}\.`)
+)
 
 // fromTest puts the README's own names back into what a block printed:
-// the substituted folders, /home/you for HOME, and the demo's day (the
-// demo reports on yesterday) as the README shows it.
+// the substituted folders, /home/you for HOME, and the demo's day and month
+// (the demo reports on yesterday) as the README shows them, with the name
+// of the statement file it shows (its content, so its hash, has the day).
 func (w *readmeWalk) fromTest(got, expect string) string {
 	for _, s := range w.subst {
 		got = strings.ReplaceAll(got, s.dir, s.readme)
@@ -278,7 +282,10 @@ func (w *readmeWalk) fromTest(got, expect string) string {
 	got = strings.ReplaceAll(got, w.home, "/home/you")
 	if g, e := dayRE.FindStringSubmatch(got), dayRE.FindStringSubmatch(expect); g != nil && e != nil {
 		got = strings.NewReplacer(g[1]+"-"+g[2]+"-"+g[3], e[1]+"-"+e[2]+"-"+e[3],
-			g[1]+g[2]+g[3], e[1]+e[2]+e[3]).Replace(got)
+			g[1]+g[2]+g[3], e[1]+e[2]+e[3], g[1]+"-"+g[2], e[1]+"-"+e[2]).Replace(got)
+		if m := statementRE.FindString(expect); m != "" {
+			got = statementRE.ReplaceAllLiteralString(got, m)
+		}
 	}
 	return got
 }

@@ -78,6 +78,14 @@ func TestReadmeMatch(t *testing.T) {
 	if p, l := splitLastCommand("a \\\n  b\nc \\\n  d\n"); p != "a \\\n  b\n" || l != "c \\\n  d" {
 		t.Errorf("splitLastCommand: %q, %q", p, l)
 	}
+	// The demo reports on yesterday: its day, month and the statement file
+	// named by its content are put back as the README shows them.
+	w := &readmeWalk{home: "/h"}
+	shown := `{"day":"2026-11-21"} period=20261121T0000Z month=2026-11/statement-77c4c9dea7072287.csv`
+	printed := `{"day":"2027-01-01"} period=20270101T0000Z month=2027-01/statement-0123456789abcdef.csv`
+	if got := w.fromTest(printed, shown); got != shown {
+		t.Errorf("fromTest: %q, want %q", got, shown)
+	}
 	if s := headingSlug("1. Build the binary, and `go`"); s != "1-build-the-binary-and-go" {
 		t.Errorf("slug %q", s)
 	}
@@ -204,6 +212,7 @@ func TestReadmeChecks(t *testing.T) {
 		{"anchor in another page", "docs/tutorial.md", "(reference.md#exit-codes)", "(reference.md#exit-code)", checkDocLinks, "link reference.md#exit-code: docs/reference.md has no such heading"},
 		{"anchor from the README", "README.md", "(docs/reports.md#money)", "(docs/reports.md#monies)", checkDocLinks, "link docs/reports.md#monies: docs/reports.md has no such heading"},
 		{"anchor into RELIABILITY.md", "docs/reference.md", "(../RELIABILITY.md#config-change-matrix)", "(../RELIABILITY.md#config-changes)", checkDocLinks, "RELIABILITY.md has no such heading"},
+		{"RELIABILITY.md into a moved README section", "RELIABILITY.md", "| README drifting from the binary |", "| README drifting from the binary ([money](README.md#money)) |", checkDocLinks, "RELIABILITY.md:"},
 		{"page", "docs/tutorial.md", "(reference.md#exit-codes)", "(referenc.md#exit-codes)", checkDocLinks, "docs/referenc.md"},
 		{"file", "README.md", "(scripts/versions.sh)", "(scripts/version.sh)", checkDocLinks, "scripts/version.sh"},
 		{"code from a page", "docs/producers.md", "(../internal/money/iso4217.go)", "(../internal/money/iso4217s.go)", checkDocLinks, "internal/money/iso4217s.go"},
