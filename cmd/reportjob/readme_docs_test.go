@@ -23,6 +23,7 @@ var docPages = []string{
 	"docs/tutorial.md",
 	"docs/producers.md",
 	"docs/reports.md",
+	"docs/statements.md",
 	"docs/operations.md",
 	"docs/reference.md",
 	"docs/aws.md",
