@@ -56,8 +56,11 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("shipped config.yaml: %v", err)
 	}
-	if !reflect.DeepEqual(shipped, specDefaults()) {
-		t.Errorf("shipped config.yaml =\n%+v\nwant the documented defaults\n%+v", shipped, specDefaults())
+	want := specDefaults()
+	// Its relative paths are relative to its folder, the repository's root.
+	want.File, want.Store.Embedded.Path, want.Sink.Dir = "../../config.yaml", "../../data/reportjob.db", "../../reports"
+	if !reflect.DeepEqual(shipped, want) {
+		t.Errorf("shipped config.yaml =\n%+v\nwant the documented defaults\n%+v", shipped, want)
 	}
 }
 
@@ -97,7 +100,8 @@ func TestConfigFullFile(t *testing.T) {
 	var want Config
 	want.JobName = "billing.report-eu_1"
 	want.Store.Backend = "dynamodb"
-	want.Store.Embedded.Path = "./unused.db"
+	want.File = filepath.Join("testdata", "config", "dynamodb_s3.yaml")
+	want.Store.Embedded.Path = filepath.Join("testdata", "config", "unused.db")
 	want.Store.DynamoDB.Table, want.Store.DynamoDB.StateTable = "txn", "txn_state"
 	want.Store.DynamoDB.Region, want.Store.DynamoDB.Endpoint = "eu-west-1", "http://localhost:8000"
 	want.Keys.PartitionAttr, want.Keys.SortAttr, want.Keys.Shards = "pk", "sk", 8
