@@ -32,6 +32,9 @@ func openStore(ctx context.Context, c *cli) (*store, error) {
 	cfg := c.cfg
 	switch cfg.Store.Backend {
 	case "embedded":
+		if err := c.refuseNewStore(ctx); err != nil {
+			return nil, err
+		}
 		s, err := embedded.Open(cfg.Store.Embedded.Path, embedded.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)

@@ -55,7 +55,7 @@ func exitCode(err error) int {
 	case errors.Is(err, errDiffers):
 		return exitDiffers
 	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, job.ErrBadRange),
-		errors.Is(err, job.ErrClockAhead):
+		errors.Is(err, job.ErrClockAhead), errors.Is(err, errSinkHasPeriods):
 		return exitUsage
 	case errors.Is(err, checkpoint.ErrLeaseHeld), errors.Is(err, embedded.ErrLocked):
 		return exitLeaseHeld
@@ -75,6 +75,9 @@ type cli struct {
 	runID  string
 	// printed is set once the command has printed its JSON summary line.
 	printed bool
+	// allowNewStore lets openStore create the embedded file over a sink
+	// that holds periods (init: creating it is what it is for).
+	allowNewStore bool
 }
 
 type command struct {

@@ -132,11 +132,30 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 }
 
 func (c *cli) runJob(ctx context.Context, opts job.RunOptions) (job.Result, error) {
+	// Refusals come before anything is created: no store file, no sink
+	// folder.
+	if storeMissing(c.cfg) && !opts.Backfill && c.cfg.Report.Start.IsZero() {
+		return job.Result{}, report.ErrNoStart
+	}
 	st, err := openStore(ctx, c)
 	if err != nil {
 		return job.Result{}, err
 	}
 	defer st.close()
+	if !opts.Backfill {
+		state, err := st.Load(ctx, c.cfg.JobName)
+		if err != nil {
+			return job.Result{}, fmt.Errorf("load checkpoint: %w", err)
+		}
+		if state.Checkpoint.IsZero() {
+			if c.cfg.Report.Start.IsZero() {
+				return job.Result{}, report.ErrNoStart
+			}
+			if err := c.refuseFirstRun(ctx); err != nil {
+				return job.Result{}, err
+			}
+		}
+	}
 	b, err := openBucket(ctx, c)
 	if err != nil {
 		return job.Result{}, err

@@ -1,0 +1,184 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The first-use snags of issue 18, each through the built binary, run
+// from a folder of the test's choosing with a clean environment.
+
+// snagEnv is a minimal environment: PATH, a fresh HOME, nothing of the
+// developer's REPORTJOB_ or AWS_ variables; extra is appended.
+func snagEnv(t *testing.T, extra ...string) []string {
+	t.Helper()
+	return append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "AWS_EC2_METADATA_DISABLED=true"}, extra...)
+}
+
+// snagRun runs the binary in dir with env and returns how it ended.
+func snagRun(t *testing.T, dir string, env []string, args ...string) procOut {
+	t.Helper()
+	cmd := exec.Command(procBinary(t), args...)
+	cmd.Dir, cmd.Env = dir, env
+	cmd.Stdout, cmd.Stderr = new(bytes.Buffer), new(bytes.Buffer)
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return procWait(cmd, started)
+}
+
+// mustExit fails the test unless p exited with code, and returns its
+// JSON summary line (nil when the output is text: status).
+func (p procOut) mustExit(t *testing.T, code int, what string) map[string]any {
+	t.Helper()
+	if p.code != code {
+		t.Fatalf("%s: exit %d, want %d\n%s", what, p.code, code, p)
+	}
+	if !strings.HasPrefix(p.stdout, "{") {
+		return nil
+	}
+	return lastJSON(t, p.stdout)
+}
+
+func snagWrite(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// snagEntries lists the names in dir.
+func snagEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range es {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+const snagTx = `{"transaction_id":"ord-1001","agency_id":"acme-travel","amount":"19.99","currency":"USD","recorded_at":"2026-03-01T10:05:12Z"}
+{"transaction_id":"ord-1004","agency_id":"acme-travel","amount":"5.00","currency":"USD","kind":"refund","recorded_at":"2026-03-01T10:50:00Z"}
+`
+
+const snagConfig = `job_name: billing-report
+store:
+  backend: embedded
+  embedded: {path: ./data/reportjob.db}
+sink:
+  url: file://./reports
+report:
+  period: 1h
+  lateness: 2m
+  start: "2026-03-01"
+`
+
+// TestSnagRelativePaths (issue 18 item 2): relative paths follow the
+// config file, status prints them, and a new store over a sink that
+// holds periods is refused before anything is created.
+func TestSnagRelativePaths(t *testing.T) {
+	trial, elsewhere := t.TempDir(), t.TempDir()
+	cfg := filepath.Join(trial, "config.yaml")
+	snagWrite(t, cfg, snagConfig)
+	snagWrite(t, filepath.Join(trial, "tx.jsonl"), snagTx)
+	env := snagEnv(t)
+	now := "--now=2026-03-01T11:05:00Z"
+
+	// Everything from another folder, through --config.
+	snagRun(t, elsewhere, env, "--config", cfg, "ingest", "--file", filepath.Join(trial, "tx.jsonl"), "--allow-late").mustExit(t, 0, "ingest")
+	sum := snagRun(t, elsewhere, env, "--config", cfg, "run", now).mustExit(t, 0, "run")
+	if sum["periods_processed"] != float64(11) {
+		t.Errorf("run: %v periods, want 11", sum["periods_processed"])
+	}
+	for _, p := range []string{"data/reportjob.db", "reports/manifests/period=20260301T1000Z/manifest.json"} {
+		if _, err := os.Stat(filepath.Join(trial, p)); err != nil {
+			t.Errorf("not next to the config: %v", err)
+		}
+	}
+	st := snagRun(t, elsewhere, env, "--config", cfg, "status", now)
+	st.mustExit(t, 0, "status")
+	for _, want := range []string{
+		"config:       " + cfg + "\n",
+		"store:        " + filepath.Join(trial, "data", "reportjob.db") + "\n",
+		"sink:         " + filepath.Join(trial, "reports") + "\n",
+		"checkpoint:   2026-03-01T11:00:00Z (lag 5m0s)\n",
+	} {
+		if !strings.Contains(st.stdout, want) {
+			t.Errorf("status lacks %q:\n%s", want, st.stdout)
+		}
+	}
+	if names := snagEntries(t, elsewhere); len(names) != 0 {
+		t.Errorf("the working folder got %v", names)
+	}
+
+	// A copy of the config elsewhere whose sink is the trial's reports:
+	// its store is new, the sink holds 11 periods.
+	copyDir := t.TempDir()
+	copyCfg := filepath.Join(copyDir, "config.yaml")
+	snagWrite(t, copyCfg, strings.Replace(snagConfig, "file://./reports", "file://"+filepath.Join(trial, "reports"), 1))
+	for _, args := range [][]string{{"run", now}, {"ingest", "--file", filepath.Join(trial, "tx.jsonl"), "--allow-late"}} {
+		out := snagRun(t, elsewhere, env, append([]string{"--config", copyCfg}, args...)...)
+		sum := out.mustExit(t, 2, args[0]+" over a sink with periods")
+		msg, _ := sum["error"].(string)
+		for _, want := range []string{"the store " + filepath.Join(copyDir, "data", "reportjob.db") + " does not exist",
+			"holds 11 period(s), 20260301T0000Z to 20260301T1000Z", "set store.embedded.path", "reportjob init"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: error lacks %q: %s", args[0], want, msg)
+			}
+		}
+		if sum["status"] != "bad_usage" && sum["status"] != "failed" {
+			t.Errorf("%s: status %v", args[0], sum["status"])
+		}
+	}
+	if names := snagEntries(t, copyDir); len(names) != 1 {
+		t.Errorf("the refused commands created %v next to the copy", names)
+	}
+	out := snagRun(t, elsewhere, env, "--config", copyCfg, "status", now)
+	out.mustExit(t, 0, "status of the copy")
+	if !strings.Contains(out.stdout, "(does not exist yet)") || !strings.Contains(out.stdout, "has no checkpoint") {
+		t.Errorf("status of the copy:\n%s", out.stdout)
+	}
+	if names := snagEntries(t, copyDir); len(names) != 1 {
+		t.Errorf("status created %v next to the copy", names)
+	}
+	// init creates the store on purpose; the first run still refuses to
+	// deliver the periods again, and continues after them when told to.
+	snagRun(t, elsewhere, env, "--config", copyCfg, "init").mustExit(t, 0, "init")
+	sum = snagRun(t, elsewhere, env, "--config", copyCfg, "run", now).mustExit(t, 2, "first run of the copy")
+	if msg, _ := sum["error"].(string); !strings.Contains(msg, "has no checkpoint") || !strings.Contains(msg, "set report.start to 2026-03-01T11:00:00Z") {
+		t.Errorf("first run of the copy: %s", msg)
+	}
+	sum = snagRun(t, elsewhere, append(env, "REPORTJOB_REPORT_START=2026-03-01T11:00:00Z"), "--config", copyCfg, "run", "--now=2026-03-01T12:05:00Z").
+		mustExit(t, 0, "run of the copy after the sink's periods")
+	if sum["first_period"] != "2026-03-01T11:00:00Z" {
+		t.Errorf("run of the copy: first period %v", sum["first_period"])
+	}
+}
+
+// TestSnagRunEmptyFolder (item 10): run with the defaults in an empty
+// folder refuses for report.start and creates nothing.
+func TestSnagRunEmptyFolder(t *testing.T) {
+	dir := t.TempDir()
+	sum := snagRun(t, dir, snagEnv(t), "run").mustExit(t, 2, "run in an empty folder")
+	if msg, _ := sum["error"].(string); sum["status"] != "bad_usage" || !strings.Contains(msg, "report.start") {
+		t.Errorf("summary %v", sum)
+	}
+	if names := snagEntries(t, dir); len(names) != 0 {
+		t.Errorf("run created %v", names)
+	}
+}
