@@ -173,12 +173,18 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 // printFailure prints the summary line of a command that failed before it
 // could print its own (bad flags or config, a store that cannot be opened).
 func printFailure(w io.Writer, command, job, runID string, err error) {
+	b, _ := json.Marshal(map[string]string{"command": command, "job": job, "run_id": runID, "status": failureStatus(err), "error": err.Error()})
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// failureStatus is the summary status of a command that failed with err:
+// bad_usage (exit 2), lease_held (3), differs (4) or failed (1).
+func failureStatus(err error) string {
 	status := map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held", exitDiffers: "differs"}[exitCode(err)]
 	if status == "" {
 		status = "failed"
 	}
-	b, _ := json.Marshal(map[string]string{"command": command, "job": job, "run_id": runID, "status": status, "error": err.Error()})
-	fmt.Fprintf(w, "%s\n", b)
+	return status
 }
 
 func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {

@@ -182,3 +182,55 @@ func TestSnagRunEmptyFolder(t *testing.T) {
 		t.Errorf("run created %v", names)
 	}
 }
+
+// TestSnagSummaries: ingest of a missing file (item 4), the dry run's log
+// (item 5) and status's lag in days (item 11).
+func TestSnagSummaries(t *testing.T) {
+	dir := t.TempDir()
+	snagWrite(t, filepath.Join(dir, "config.yaml"), snagConfig)
+	snagWrite(t, filepath.Join(dir, "tx.jsonl"), snagTx)
+	env := snagEnv(t)
+
+	missing := filepath.Join(t.TempDir(), "missing", "tx.jsonl")
+	sum := snagRun(t, dir, env, "ingest", "--file", missing).mustExit(t, 2, "ingest of a missing file")
+	if msg, _ := sum["error"].(string); sum["status"] != "bad_usage" || !strings.Contains(msg, missing+": no such file or directory") {
+		t.Errorf("ingest of a missing file: summary %v", sum)
+	}
+	if names := snagEntries(t, dir); len(names) != 2 {
+		t.Errorf("ingest of a missing file created %v", names)
+	}
+
+	snagRun(t, dir, env, "ingest", "--file", "tx.jsonl", "--allow-late").mustExit(t, 0, "ingest")
+	out := snagRun(t, dir, env, "run", "--dry-run", "--now=2026-03-01T11:05:00Z")
+	out.mustExit(t, 0, "dry run")
+	if strings.Contains(out.stderr, `"period published"`) || strings.Contains(out.stderr, `"uploaded"`) {
+		t.Errorf("the dry run logs a publication:\n%s", out.stderr)
+	}
+	if !strings.Contains(out.stderr, `"msg":"dry run: period would be published"`) || !strings.Contains(out.stderr, `"would_upload":4`) {
+		t.Errorf("the dry run does not log what it would publish:\n%s", out.stderr)
+	}
+
+	snagRun(t, dir, env, "run", "--now=2026-03-01T11:05:00Z").mustExit(t, 0, "run")
+	out = snagRun(t, dir, env, "status", "--now=2026-11-24T14:05:00Z")
+	out.mustExit(t, 0, "status")
+	if !strings.Contains(out.stdout, "checkpoint:   2026-03-01T11:00:00Z (lag 268d 3h)\n") {
+		t.Errorf("status lag:\n%s", out.stdout)
+	}
+	sum = snagRun(t, dir, env, "status", "--json", "--now=2026-11-24T14:05:00Z").mustExit(t, 0, "status --json")
+	if sum["lag_seconds"] != float64(268*86400+3*3600+5*60) {
+		t.Errorf("status --json: lag_seconds %v", sum["lag_seconds"])
+	}
+}
+
+func TestFormatLag(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		5 * time.Minute:               "5m0s",
+		23*time.Hour + 59*time.Minute: "23h59m0s",
+		24 * time.Hour:                "1d 0h",
+		268*24*time.Hour + 3*time.Hour + 33*time.Minute: "268d 3h",
+	} {
+		if got := formatLag(d); got != want {
+			t.Errorf("formatLag(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
