@@ -115,14 +115,16 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	fs.Usage = func() { usage(stderr) }
 	configPath := fs.String("config", "", "config file (default ./config.yaml, env REPORTJOB_CONFIG)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		printFailure(stdout, "", "", "", err)
 		return exitUsage
 	}
 	if fs.NArg() == 0 {
 		usage(stderr)
+		printFailure(stdout, "", "", "", usagef("no command"))
 		return exitUsage
 	}
 	name := fs.Arg(0)
@@ -137,8 +139,17 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if cmd == nil {
-		fmt.Fprintf(stderr, "reportjob: unknown command %q\n\n", name)
+		var names []string
+		for _, c := range commands() {
+			names = append(names, c.name)
+		}
+		err := usagef("unknown command %q", name)
+		if best := config.Closest(name, names); best != "" {
+			err = usagef("unknown command %q; did you mean %s?", name, best)
+		}
+		fmt.Fprintf(stderr, "reportjob: %v\n\n", err)
 		usage(stderr)
+		printFailure(stdout, name, "", "", err)
 		return exitUsage
 	}
 
@@ -231,14 +242,40 @@ func newFlags(c *cli, name string) *flag.FlagSet {
 	return fs
 }
 
+// parseFlags parses args with fs. On an error it prints the error, with
+// the closest flag for an unknown one ("did you mean --dry-run?"), and the
+// usage to fs's output; -h prints the usage and returns flag.ErrHelp.
+// The top-level flag set (named "reportjob") may leave arguments: the
+// command and its own.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	// The error and the usage are printed below, the error with its
+	// suggestion.
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
+	case err != nil:
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			if best := config.Closest(strings.TrimPrefix(name, "-"), names); best != "" {
+				msg += "; did you mean --" + best + "?"
+			}
 		}
-		return &usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
+		if fs.Name() != "reportjob" {
+			msg = fs.Name() + ": " + msg
+		}
+		fmt.Fprintf(out, "reportjob: %s\n", msg)
+		fs.Usage()
+		return &usageError{msg}
+	case fs.NArg() > 0 && fs.Name() != "reportjob":
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
 	return nil

@@ -234,3 +234,32 @@ func TestFormatLag(t *testing.T) {
 		}
 	}
 }
+
+// TestSnagDidYouMean (item 8): a mistyped flag or command gets the
+// closest one, and a JSON summary line like every other failure.
+func TestSnagDidYouMean(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args            []string
+		command, stderr string
+	}{
+		{[]string{"run", "--dryrun"}, "run", "reportjob: run: flag provided but not defined: -dryrun; did you mean --dry-run?\nusage: reportjob [--config FILE] run "},
+		{[]string{"status", "-jsn"}, "status", "did you mean --json?"},
+		{[]string{"runn"}, "runn", "reportjob: unknown command \"runn\"; did you mean run?\n"},
+		{[]string{"--confg", "x.yaml", "run"}, "", "did you mean --config?"},
+		{[]string{"frobnicate"}, "frobnicate", "reportjob: unknown command \"frobnicate\"\n"},
+	} {
+		out := snagRun(t, dir, snagEnv(t), tc.args...)
+		sum := out.mustExit(t, 2, strings.Join(tc.args, " "))
+		if !strings.Contains(out.stderr, tc.stderr) {
+			t.Errorf("%v: stderr lacks %q:\n%s", tc.args, tc.stderr, out.stderr)
+		}
+		want := strings.TrimPrefix(strings.SplitN(tc.stderr, "\n", 2)[0], "reportjob: ")
+		if msg, _ := sum["error"].(string); sum["command"] != tc.command || sum["status"] != "bad_usage" || !strings.Contains(msg, want) {
+			t.Errorf("%v: summary %v, want command %q and an error with %q", tc.args, sum, tc.command, want)
+		}
+	}
+	if names := snagEntries(t, dir); len(names) != 0 {
+		t.Errorf("created %v", names)
+	}
+}

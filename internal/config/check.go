@@ -147,16 +147,24 @@ func bucketProblem(b string) string {
 // suggest returns "; did you mean X?" for the candidate closest to s
 // (ignoring case, at most 2 edits apart), or "".
 func suggest(s string, candidates []string) string {
+	best := Closest(s, candidates)
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + best + "?"
+}
+
+// Closest returns the candidate closest to s, ignoring case and at most 2
+// edits apart (the first of equals), or "": the "did you mean" of config
+// keys, and of the command line's commands and flags.
+func Closest(s string, candidates []string) string {
 	best, bestDist := "", 3
 	for _, c := range candidates {
 		if dist := editDistance(strings.ToLower(s), strings.ToLower(c)); dist < bestDist {
 			best, bestDist = c, dist
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return "; did you mean " + best + "?"
+	return best
 }
 
 func editDistance(a, b string) int {
