@@ -263,3 +263,32 @@ func TestSnagDidYouMean(t *testing.T) {
 		t.Errorf("created %v", names)
 	}
 }
+
+// TestSnagErrorsSayWhatToDo (item 9): the refusals of a lower-case
+// currency, a negative amount and a percentage rate say what to write.
+func TestSnagErrorsSayWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	snagWrite(t, filepath.Join(dir, "config.yaml"), snagConfig)
+	snagWrite(t, filepath.Join(dir, "bad.jsonl"),
+		`{"transaction_id":"a","agency_id":"acme-travel","amount":"19.99","currency":"usd","recorded_at":"2026-03-01T10:05:12Z"}
+{"transaction_id":"b","agency_id":"acme-travel","amount":"-3.00","currency":"USD","recorded_at":"2026-03-01T10:05:12Z"}
+`)
+	out := snagRun(t, dir, snagEnv(t), "ingest", "--file", "bad.jsonl", "--allow-late")
+	out.mustExit(t, 1, "ingest of bad lines")
+	for _, want := range []string{
+		`bad.jsonl: line 1: currency "usd": unknown ISO 4217 currency: codes are upper case, write "USD"`,
+		`bad.jsonl: line 2: amount "-3.00": must be > 0: a refund is a positive amount with kind "refund"`,
+	} {
+		if !strings.Contains(out.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, out.stderr)
+		}
+	}
+
+	snagWrite(t, filepath.Join(dir, "config.yaml"), snagConfig+"commission:\n  agencies: {acme-travel: 12%}\n")
+	out = snagRun(t, dir, snagEnv(t), "status")
+	sum := out.mustExit(t, 2, "status with a percentage rate")
+	want := `config: commission.agencies[acme-travel] "12%" (config.yaml:12): must be basis points, an integer between 0 and 10000 (100 = 1 %): 12% is 1200`
+	if msg, _ := sum["error"].(string); msg != want || !strings.Contains(out.stderr, want) {
+		t.Errorf("error %q, want %q; stderr:\n%s", msg, want, out.stderr)
+	}
+}

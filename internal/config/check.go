@@ -82,7 +82,8 @@ func (d *decoder) decode() *Config {
 	if d.defaultRates != nil && d.src[defaultBPSKey] != EnvName(defaultBPSKey) {
 		c.Commission.Default = d.defaultRates
 	} else {
-		c.Commission.Default = pricing.Schedule{{BPS: int32(d.int(defaultBPSKey, 0, pricing.MaxBPS))}}
+		bps, _ := d.bps(defaultBPSKey, d.str(defaultBPSKey))
+		c.Commission.Default = pricing.Schedule{{BPS: int32(bps)}}
 	}
 	c.Commission.Agencies = d.agencies
 	c.Metrics.PushgatewayURL = d.httpURL("metrics.pushgateway_url")

@@ -34,7 +34,7 @@ type Config struct {
 	File    string
 	JobName string
 	Store   struct {
-		Backend  string // "embedded" | "dynamodb"
+		Backend string // "embedded" | "dynamodb"
 		// Embedded.Path is resolved against the config file's folder.
 		Embedded struct{ Path string }
 		DynamoDB struct{ Table, StateTable, Region, Endpoint string }

@@ -22,7 +22,7 @@ func TestConfigPathsRelativeToFile(t *testing.T) {
 		return p
 	}
 	for _, tc := range []struct {
-		name, file string // file "": no config file
+		name, file     string // file "": no config file
 		env            []string
 		store, sinkDir string
 	}{
