@@ -292,3 +292,45 @@ func TestSnagErrorsSayWhatToDo(t *testing.T) {
 		t.Errorf("error %q, want %q; stderr:\n%s", msg, want, out.stderr)
 	}
 }
+
+// TestSnagQueryS3Hint (item 12): scripts/query.sh on s3:// paths says
+// that DuckDB downloads httpfs, and what to do without it, before it does
+// anything else (here it then fails: no node or npm on PATH).
+func TestSnagQueryS3Hint(t *testing.T) {
+	bin := t.TempDir()
+	for _, tool := range []string{"bash", "dirname", "cat"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Skipf("no %s: %v", tool, err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "query.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stdin := range []bool{false, true} {
+		sql := "SELECT count(*) FROM read_parquet('s3://billing-reports/reportjob/summary/*/*.parquet')"
+		cmd := exec.Command(filepath.Join(bin, "bash"), script)
+		if stdin {
+			cmd.Stdin = strings.NewReader(sql)
+		} else {
+			cmd.Args = append(cmd.Args, sql)
+		}
+		cmd.Env = []string{"PATH=" + bin, "HOME=" + t.TempDir()}
+		out, _ := cmd.CombinedOutput()
+		for _, want := range []string{"httpfs extension", "downloads from extensions.duckdb.org on first use",
+			"aws s3 sync s3://BUCKET/PREFIX ./reports-copy", "read_parquet('reports-copy/summary/*/*.parquet')", "Athena"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("stdin %v: output lacks %q:\n%s", stdin, want, out)
+			}
+		}
+	}
+	cmd := exec.Command(filepath.Join(bin, "bash"), script, "SELECT 1")
+	cmd.Env = []string{"PATH=" + bin}
+	if out, _ := cmd.CombinedOutput(); strings.Contains(string(out), "httpfs") {
+		t.Errorf("a local query got the S3 hint:\n%s", out)
+	}
+}
