@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -72,6 +71,10 @@ type cli struct {
 	stderr io.Writer
 	log    *slog.Logger // base with the job and run id
 	base   *slog.Logger
+	// bar is the progress bar when stderr is a terminal, else nil; logOut
+	// is where logs go: the bar (which keeps them off its line) or stderr.
+	bar    *progressBar
+	logOut io.Writer
 	runID  string
 	// printed is set once the command has printed its JSON summary line.
 	printed bool
@@ -165,8 +168,12 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		printFailure(stdout, name, "", "", err)
 		return exitCode(err)
 	}
-	c := &cli{cfg: cfg, env: env, stdout: stdout, stderr: stderr, runID: newRunID()}
-	c.base = newLogger(cfg, stderr)
+	c := &cli{cfg: cfg, env: env, stdout: stdout, stderr: stderr, runID: newRunID(), logOut: stderr}
+	if isTerminal(stderr) {
+		c.bar = newProgressBar(stderr)
+		c.logOut = c.bar
+	}
+	c.base = newLogger(cfg, c.logOut, c.bar != nil)
 	c.log = c.base.With(job.LogJob, cfg.JobName, job.LogRunID, c.runID)
 	err = cmd.run(ctx, c, fs.Args()[1:])
 	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) {
@@ -196,16 +203,6 @@ func failureStatus(err error) string {
 		status = "failed"
 	}
 	return status
-}
-
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Log.Level)) // validated by loadConfig
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.Log.Format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
 func newRunID() string {
@@ -316,14 +313,4 @@ func cmdVersion(ctx context.Context, c *cli, args []string) error {
 	}
 	c.printJSON(map[string]string{"command": "version", "version": version})
 	return nil
-}
-
-// isTerminal reports whether w is a terminal (for the progress bar).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

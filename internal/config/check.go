@@ -89,6 +89,7 @@ func (d *decoder) decode() *Config {
 	c.Metrics.PushgatewayURL = d.httpURL("metrics.pushgateway_url")
 	c.Log.Level = d.oneOf("log.level", "debug", "info", "warn", "error")
 	c.Log.Format = d.oneOf("log.format", "json", "text")
+	c.Log.FormatSet = d.src["log.format"] != ""
 	return &c
 }
 

@@ -92,7 +92,13 @@ type Config struct {
 		Agencies map[string]pricing.Schedule
 	}
 	Metrics struct{ PushgatewayURL string }
-	Log     struct{ Level, Format string } // debug|info|warn|error; json|text
+	Log     struct {
+		Level, Format string // debug|info|warn|error; json|text
+		// FormatSet is whether log.format was set (in the file or the
+		// environment): unset, a terminal gets text under its progress
+		// bar and anything else JSON; set, it applies everywhere.
+		FormatSet bool
+	}
 }
 
 // Error is a bad configuration value: the key path (or, for a variable

@@ -59,6 +59,7 @@ func TestConfigDefaults(t *testing.T) {
 	want := specDefaults()
 	// Its relative paths are relative to its folder, the repository's root.
 	want.File, want.Store.Embedded.Path, want.Sink.Dir = "../../config.yaml", "../../data/reportjob.db", "../../reports"
+	want.Log.FormatSet = true // it spells out every key
 	if !reflect.DeepEqual(shipped, want) {
 		t.Errorf("shipped config.yaml =\n%+v\nwant the documented defaults\n%+v", shipped, want)
 	}
@@ -121,7 +122,7 @@ func TestConfigFullFile(t *testing.T) {
 	want.Commission.Default = pricing.Schedule{{BPS: 0}}
 	want.Commission.Agencies = map[string]pricing.Schedule{}
 	want.Metrics.PushgatewayURL = "http://pushgateway:9091"
-	want.Log.Level, want.Log.Format = "debug", "text"
+	want.Log.Level, want.Log.Format, want.Log.FormatSet = "debug", "text", true
 	if !reflect.DeepEqual(c, &want) {
 		t.Errorf("got\n%+v\nwant\n%+v", c, &want)
 	}
