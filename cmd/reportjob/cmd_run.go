@@ -144,7 +144,7 @@ func (c *cli) runJob(ctx context.Context, opts job.RunOptions) (job.Result, erro
 	if !opts.Backfill {
 		state, err := st.Load(ctx, c.cfg.JobName)
 		if err != nil {
-			return job.Result{}, fmt.Errorf("load checkpoint: %w", err)
+			return job.Result{}, err
 		}
 		if state.Checkpoint.IsZero() {
 			if c.cfg.Report.Start.IsZero() {

@@ -4,6 +4,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -332,5 +334,41 @@ func TestSnagQueryS3Hint(t *testing.T) {
 	cmd.Env = []string{"PATH=" + bin}
 	if out, _ := cmd.CombinedOutput(); strings.Contains(string(out), "httpfs") {
 		t.Errorf("a local query got the S3 hint:\n%s", out)
+	}
+}
+
+// TestSnagDynamoDBUnreachable (item 7): each retry is logged with the
+// endpoint, and missing credentials say where the SDK looks.
+func TestSnagDynamoDBUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + l.Addr().String()
+	l.Close() // a closed loopback port: connection refused
+	dir := t.TempDir()
+	snagWrite(t, filepath.Join(dir, "config.yaml"),
+		fmt.Sprintf("store: {backend: dynamodb, dynamodb: {endpoint: %q}}\nreport: {start: \"2026-03-01\"}\n", endpoint))
+
+	out := snagRun(t, dir, snagEnv(t, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "RJTEST_AWS_MAX_BACKOFF=20ms"),
+		"run", "--now=2026-03-01T05:05:00Z")
+	out.mustExit(t, 1, "run against a closed port")
+	retries := strings.Count(out.stderr, `"msg":"DynamoDB request failed; retrying","job":"billing-report"`)
+	if retries != 7 || !strings.Contains(out.stderr, `"endpoint":"`+endpoint+`","attempt":1,"max_attempts":8`) {
+		t.Errorf("%d retries logged, want 7 naming %s:\n%s", retries, endpoint, out.stderr)
+	}
+
+	// No credentials anywhere: no AWS_ variables, a HOME without ~/.aws,
+	// no instance metadata.
+	out = snagRun(t, dir, snagEnv(t), "run", "--now=2026-03-01T05:05:00Z")
+	sum := out.mustExit(t, 1, "run without credentials")
+	msg, _ := sum["error"].(string)
+	for _, want := range []string{"no AWS credentials found", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "default chain"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q: %s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "IMDS") {
+		t.Errorf("error still has the IMDS text: %s", msg)
 	}
 }
