@@ -146,10 +146,10 @@ func (c *cli) runJob(ctx context.Context, opts job.RunOptions) (job.Result, erro
 		if err != nil {
 			return job.Result{}, err
 		}
-		if state.Checkpoint.IsZero() {
-			if c.cfg.Report.Start.IsZero() {
-				return job.Result{}, report.ErrNoStart
-			}
+		if state.Checkpoint.IsZero() && c.cfg.Report.Start.IsZero() {
+			return job.Result{}, report.ErrNoStart
+		}
+		if neverRan(state) {
 			if err := c.refuseFirstRun(ctx); err != nil {
 				return job.Result{}, err
 			}

@@ -105,7 +105,7 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		}
 	}
 	from := state.Checkpoint
-	if from.IsZero() {
+	if neverRan(state) {
 		// A first run refuses to deliver periods the sink already holds
 		// (see refuseFirstRun): say so now.
 		if err := c.refuseFirstRun(ctx); errors.Is(err, errSinkHasPeriods) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/config"
 	"github.com/reportjob/reportjob/internal/report"
 )
@@ -127,9 +128,18 @@ func (c *cli) refuseNewStore(ctx context.Context) error {
 		errSinkHasPeriods, storeWhere(c.cfg), sinkWhere(c.cfg), periodsSpan(starts), configWhere(c.cfg))
 }
 
-// refuseFirstRun returns an errSinkHasPeriods error when the job has no
-// checkpoint yet and the sink already holds periods the first run would
-// deliver again (any at or after report.start).
+// neverRan reports whether the job's state shows no run at all: no
+// checkpoint, and no lease ever taken (every run that writes takes it
+// first, a backfill too). A first run that published periods and then
+// failed before its checkpoint commit leaves its lease behind: its rerun
+// is no first run.
+func neverRan(st checkpoint.State) bool {
+	return st.Checkpoint.IsZero() && st.Lease.Owner == "" && len(st.Rechecks) == 0 && len(st.Grid) == 0
+}
+
+// refuseFirstRun returns an errSinkHasPeriods error for the first run of
+// a job (neverRan) when the sink already holds periods it would deliver
+// again (any at or after report.start).
 func (c *cli) refuseFirstRun(ctx context.Context) error {
 	starts, err := c.sinkPeriods(ctx)
 	if err != nil {
@@ -142,7 +152,7 @@ func (c *cli) refuseFirstRun(ctx context.Context) error {
 		return nil
 	}
 	next := starts[len(starts)-1].Add(c.cfg.Report.Period)
-	return fmt.Errorf("%w: job %q has no checkpoint in the store %s, but the sink %s holds %s from report.start on: "+
+	return fmt.Errorf("%w: job %q has never run with the store %s, but the sink %s holds %s from report.start on: "+
 		"a first run would deliver them again from this store. If the job's state is elsewhere, check store.* and "+
 		"job_name (a relative path is relative to the config file's folder: config %s); to continue after them, "+
 		"set report.start to %s; to rebuild them from this store on purpose, use run --backfill --from --to",

@@ -152,7 +152,7 @@ func TestSnagRelativePaths(t *testing.T) {
 	}
 	out := snagRun(t, elsewhere, env, "--config", copyCfg, "status", now)
 	out.mustExit(t, 0, "status of the copy")
-	if !strings.Contains(out.stdout, "(does not exist yet)") || !strings.Contains(out.stdout, "has no checkpoint") {
+	if !strings.Contains(out.stdout, "(does not exist yet)") || !strings.Contains(out.stdout, "has never run") {
 		t.Errorf("status of the copy:\n%s", out.stdout)
 	}
 	if names := snagEntries(t, copyDir); len(names) != 1 {
@@ -162,7 +162,7 @@ func TestSnagRelativePaths(t *testing.T) {
 	// deliver the periods again, and continues after them when told to.
 	snagRun(t, elsewhere, env, "--config", copyCfg, "init").mustExit(t, 0, "init")
 	sum = snagRun(t, elsewhere, env, "--config", copyCfg, "run", now).mustExit(t, 2, "first run of the copy")
-	if msg, _ := sum["error"].(string); !strings.Contains(msg, "has no checkpoint") || !strings.Contains(msg, "set report.start to 2026-03-01T11:00:00Z") {
+	if msg, _ := sum["error"].(string); !strings.Contains(msg, "has never run") || !strings.Contains(msg, "set report.start to 2026-03-01T11:00:00Z") {
 		t.Errorf("first run of the copy: %s", msg)
 	}
 	sum = snagRun(t, elsewhere, append(env, "REPORTJOB_REPORT_START=2026-03-01T11:00:00Z"), "--config", copyCfg, "run", "--now=2026-03-01T12:05:00Z").
