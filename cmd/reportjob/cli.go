@@ -17,6 +17,7 @@ import (
 	"github.com/reportjob/reportjob/internal/config"
 	"github.com/reportjob/reportjob/internal/embedded"
 	"github.com/reportjob/reportjob/internal/job"
+	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -54,7 +55,8 @@ func exitCode(err error) int {
 	case errors.Is(err, errDiffers):
 		return exitDiffers
 	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, job.ErrBadRange),
-		errors.Is(err, job.ErrClockAhead), errors.Is(err, errSinkHasPeriods):
+		errors.Is(err, job.ErrClockAhead), errors.Is(err, monthclose.ErrNotClosable),
+		errors.Is(err, monthclose.ErrZoneChanged), errors.Is(err, errSinkHasPeriods):
 		return exitUsage
 	case errors.Is(err, checkpoint.ErrLeaseHeld), errors.Is(err, embedded.ErrLocked):
 		return exitLeaseHeld
@@ -94,6 +96,7 @@ func commands() []command {
 		{"schedule", "[--grace D]", "run on schedule.cron until SIGTERM/SIGINT", cmdSchedule},
 		{"verify", "--from T --to T | --last D; [--repair [--reprice]] [--now T]", "compare delivered periods with their items and objects", cmdVerify},
 		{"ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late] [--now T]", "write transactions", cmdIngest},
+		{"statement", "[--month YYYY-MM] [--agency A] [--json] [--close] [--now T]", "print a month's statements and where their files are; --close finalises it", cmdStatement},
 		{"status", "[--json] [--now T]", "checkpoint, how far behind, lease holder, rechecks, restatements", cmdStatus},
 		{"init", "", "create the tables (or the embedded file) and the bucket (or folder)", cmdInit},
 		{"demo", "[--dir DIR] [--transactions N] [--agencies K] [--seed S] [--top N]", "generate a day of transactions, run, print a summary", cmdDemo},

@@ -38,10 +38,14 @@ type runSummary struct {
 	RechecksFailed    int    `json:"rechecks_failed,omitempty"` // still owed: the next run retries them
 	Restated          int    `json:"restated"`
 	LateItems         int64  `json:"late_items"`
-	DurationMS        int64  `json:"duration_ms"`
-	LeaseHolder       string `json:"lease_holder,omitempty"`
-	LeaseExpires      string `json:"lease_expires,omitempty"`
-	Error             string `json:"error,omitempty"`
+	// The monthly close at the end of the run.
+	StatementsIssued       int    `json:"statements_issued"`
+	MonthsClosed           int    `json:"months_closed,omitempty"`
+	PriorPeriodAdjustments int    `json:"prior_period_adjustments,omitempty"`
+	DurationMS             int64  `json:"duration_ms"`
+	LeaseHolder            string `json:"lease_holder,omitempty"`
+	LeaseExpires           string `json:"lease_expires,omitempty"`
+	Error                  string `json:"error,omitempty"`
 }
 
 func cmdRun(ctx context.Context, c *cli, args []string) error {
@@ -105,9 +109,10 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 			sum.LateItems += max(pr.Manifest.ItemsRead-pr.Previous.ItemsRead, 0)
 		}
 	}
+	sum.StatementsIssued, sum.MonthsClosed, sum.PriorPeriodAdjustments = len(res.Statements.Months), res.Statements.Closed, res.Statements.Adjustments
 	var held *checkpoint.HeldError
 	switch {
-	case err == nil && len(res.Periods) == 0 && len(res.Rechecks) == 0:
+	case err == nil && len(res.Periods) == 0 && len(res.Rechecks) == 0 && len(res.Statements.Months) == 0:
 		sum.Status = "nothing_due"
 	case err == nil:
 		sum.Status = "ok"
@@ -214,6 +219,7 @@ func (c *cli) newJob(st *store, b *bucket, onSummary func(report.SummaryRow)) *j
 			LineItems: cfg.Report.LineItems, AgencyFiles: formats,
 			Rates:   pricing.Table{Default: cfg.Commission.Default, Agencies: cfg.Commission.Agencies},
 			Version: version, SinkURL: cfg.Sink.URL,
+			Statements: statementsConfig(cfg),
 		},
 		Source: st, Index: st, State: st, Bucket: b.Bucket,
 		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), c.runID), RunID: c.runID, LeaseTTL: cfg.Report.LeaseTTL,
@@ -239,6 +245,7 @@ func (c *cli) pushMetrics(ctx context.Context, sum runSummary, res job.Result, s
 		PeriodsProcessed: sum.PeriodsProcessed, PeriodsRemaining: sum.PeriodsRemaining,
 		Transactions: sum.Transactions, Rejects: sum.Rejects, Duplicates: sum.Duplicates,
 		Rechecks: sum.Rechecks, RechecksRemaining: sum.RechecksRemaining, Restatements: sum.Restated, LateItems: sum.LateItems,
+		StatementsIssued: sum.StatementsIssued, MonthsClosed: sum.MonthsClosed, PriorPeriodAdjustments: sum.PriorPeriodAdjustments,
 	}
 	if !res.Checkpoint.IsZero() {
 		now := opts.Now

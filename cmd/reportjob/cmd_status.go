@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -43,7 +45,11 @@ type statusReport struct {
 	NextRecheckAt   string           `json:"next_recheck_at,omitempty"`
 	Restated        []statusRestated `json:"restated"`
 	Lease           *statusLease     `json:"lease,omitempty"`
-	Note            string           `json:"note,omitempty"`
+	// Statements: the months not final yet and the last final one.
+	OpenMonths     []monthclose.MonthStatus `json:"open_months,omitempty"`
+	LastFinalMonth *monthclose.MonthStatus  `json:"last_final_month,omitempty"`
+	StatementsNote string                   `json:"statements_note,omitempty"`
+	Note           string                   `json:"note,omitempty"`
 }
 
 func cmdStatus(ctx context.Context, c *cli, args []string) error {
@@ -62,11 +68,12 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 	// status creates nothing: a store file that does not exist yet is an
 	// empty state.
 	var state checkpoint.State
+	var st *store
 	if storeMissing(c.cfg) {
 		r.Store += " (does not exist yet)"
 	} else {
-		st, err := openStore(ctx, c)
-		if err != nil {
+		var err error
+		if st, err = openStore(ctx, c); err != nil {
 			return err
 		}
 		defer st.close()
@@ -135,6 +142,9 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		r.NextPeriodEnd = next.End.Format(time.RFC3339)
 		r.NextDueAt = next.End.Add(cfg.Lateness).Format(time.RFC3339)
 	}
+	if st != nil {
+		c.statusStatements(ctx, st, &r)
+	}
 	if *asJSON {
 		c.printJSON(r)
 		return nil
@@ -183,6 +193,19 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(w, "%-13s %s revision %d (%s) at %s, items %d -> %d\n", label, rs.Period, rs.Revision, rs.Reason, rs.At, rs.ItemsBefore, rs.ItemsAfter)
 	}
 	switch {
+	case r.StatementsNote != "":
+		fmt.Fprintf(w, "statements:   %s\n", r.StatementsNote)
+	case len(r.OpenMonths) == 0 && r.LastFinalMonth == nil:
+		fmt.Fprintf(w, "statements:   none yet\n")
+	default:
+		for _, m := range r.OpenMonths {
+			fmt.Fprintf(w, "statements:   %s %s (revision %d), final after %s\n", m.Month, m.Status, m.Revision, m.ClosesAt)
+		}
+		if m := r.LastFinalMonth; m != nil {
+			fmt.Fprintf(w, "statements:   %s final (revision %d), the last final month\n", m.Month, m.Revision)
+		}
+	}
+	switch {
 	case r.Lease == nil:
 		fmt.Fprintf(w, "lease:        never taken\n")
 	case r.Lease.Held:
@@ -193,6 +216,33 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(w, "lease:        free (last holder %s, expired %s)\n", r.Lease.Owner, r.Lease.Expires)
 	}
 	return nil
+}
+
+// statusStatements adds the months' statements to r; a sink that cannot
+// be read is a note, not a failure of status.
+func (c *cli) statusStatements(ctx context.Context, st *store, r *statusReport) {
+	if c.cfg.Sink.Dir != "" {
+		if _, err := os.Stat(c.cfg.Sink.Dir); err != nil {
+			return // nothing delivered yet; do not create the folder
+		}
+	}
+	b, err := openBucket(ctx, c)
+	if err != nil {
+		r.StatementsNote = "cannot read the sink: " + err.Error()
+		return
+	}
+	dir, err := os.MkdirTemp("", "reportjob-status-")
+	if err != nil {
+		r.StatementsNote = err.Error()
+		return
+	}
+	defer os.RemoveAll(dir)
+	open, final, err := c.newJob(st, b, nil).Reader(dir).Overview(ctx)
+	if err != nil {
+		r.StatementsNote = "cannot read the statements: " + err.Error()
+		return
+	}
+	r.OpenMonths, r.LastFinalMonth = open, final
 }
 
 func cmdInit(ctx context.Context, c *cli, args []string) error {

@@ -91,8 +91,10 @@ type Config struct {
 		// written in the file.
 		Agencies map[string]pricing.Schedule
 	}
-	Metrics struct{ PushgatewayURL string }
-	Log     struct {
+	// Statements is statements.*: the monthly close.
+	Statements Statements
+	Metrics    struct{ PushgatewayURL string }
+	Log        struct {
 		Level, Format string // debug|info|warn|error; json|text
 		// FormatSet is whether log.format was set (in the file or the
 		// environment): unset, a terminal gets text under its progress
@@ -185,6 +187,9 @@ var configKeys = []struct {
 	{"report.max_periods_per_run", "96"},
 	{"report.lease_ttl", "2m"},
 	{"report.concurrency", "8"},
+	{"statements.timezone", "UTC"},
+	{"statements.close_after", "3d"},
+	{"statements.agency_files", []string{"pdf", "csv"}},
 	{"schedule.cron", "*/15 * * * *"},
 	{"schedule.timezone", "UTC"},
 	{"commission.default_bps", "1000"},
