@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -124,6 +125,11 @@ const statusNewestRejects = 3
 // in the day before now: their count from the manifests (one read per
 // period), and the newest few from the rejects files.
 func (c *cli) lastDayRejects(ctx context.Context, st *store, grid report.Grid, checkpoint, now time.Time) (*statusRejects, error) {
+	if c.cfg.Sink.Dir != "" {
+		if _, err := os.Stat(c.cfg.Sink.Dir); err != nil {
+			return nil, nil // nothing delivered there; do not create the folder
+		}
+	}
 	b, err := openBucket(ctx, c)
 	if err != nil {
 		return nil, err

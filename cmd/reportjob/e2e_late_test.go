@@ -77,7 +77,8 @@ func TestE2ELateItemsAWS(t *testing.T) {
 	}
 	after := h.objects()
 	for k, sha := range before {
-		if !strings.Contains(k, "period=20240301T0200Z") && after[k] != sha {
+		// (March's draft statement takes in 02:00, delivered by this run.)
+		if !strings.Contains(k, "period=20240301T0200Z") && !stIsMonthKey(k) && after[k] != sha {
 			t.Errorf("an unchanged recheck changed %s", k)
 		}
 	}
@@ -87,7 +88,7 @@ func TestE2ELateItemsAWS(t *testing.T) {
 	}
 	var victim string
 	for k := range after {
-		if strings.HasPrefix(k, "agencies/agency=gamma/") {
+		if strings.HasPrefix(k, "agencies/agency=gamma/") && !stIsMonthKey(k) {
 			victim = k
 		}
 	}

@@ -28,9 +28,14 @@ import (
 // reference): durations and times parsed, every value checked, names
 // normalised.
 type Config struct {
+	// File is the config file read, as given ("" when none was: the
+	// defaults and the environment only). Relative paths in it are
+	// resolved against its folder (see resolvePaths).
+	File    string
 	JobName string
 	Store   struct {
-		Backend  string // "embedded" | "dynamodb"
+		Backend string // "embedded" | "dynamodb"
+		// Embedded.Path is resolved against the config file's folder.
 		Embedded struct{ Path string }
 		DynamoDB struct{ Table, StateTable, Region, Endpoint string }
 	}
@@ -42,7 +47,8 @@ type Config struct {
 		URL string // "file://DIR" or "s3://BUCKET/PREFIX", as configured
 		// Parsed from URL: Dir for file:// (everything after "file://", so
 		// file://./reports is the relative ./reports and file:///srv/r is
-		// /srv/r); Bucket and Prefix (no leading or trailing "/") for s3://.
+		// /srv/r; a relative one resolved against the config file's
+		// folder); Bucket and Prefix (no leading or trailing "/") for s3://.
 		Dir, Bucket, Prefix string
 		S3                  struct {
 			Region, Endpoint string
@@ -85,8 +91,16 @@ type Config struct {
 		// written in the file.
 		Agencies map[string]pricing.Schedule
 	}
-	Metrics struct{ PushgatewayURL string }
-	Log     struct{ Level, Format string } // debug|info|warn|error; json|text
+	// Statements is statements.*: the monthly close.
+	Statements Statements
+	Metrics    struct{ PushgatewayURL string }
+	Log        struct {
+		Level, Format string // debug|info|warn|error; json|text
+		// FormatSet is whether log.format was set (in the file or the
+		// environment): unset, a terminal gets text under its progress
+		// bar and anything else JSON; set, it applies everywhere.
+		FormatSet bool
+	}
 }
 
 // Error is a bad configuration value: the key path (or, for a variable
@@ -173,6 +187,9 @@ var configKeys = []struct {
 	{"report.max_periods_per_run", "96"},
 	{"report.lease_ttl", "2m"},
 	{"report.concurrency", "8"},
+	{"statements.timezone", "UTC"},
+	{"statements.close_after", "3d"},
+	{"statements.agency_files", []string{"pdf", "csv"}},
 	{"schedule.cron", "*/15 * * * *"},
 	{"schedule.timezone", "UTC"},
 	{"commission.default_bps", "1000"},
@@ -254,6 +271,7 @@ func Parse(data []byte, name string, env []string) (*Config, error) {
 	}
 	d.applyEnv(env)
 	c := d.decode()
+	d.resolvePaths(c, name)
 	if len(d.errs) > 0 {
 		return nil, errors.Join(d.errs...)
 	}

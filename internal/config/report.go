@@ -74,23 +74,7 @@ func (d *decoder) decodeReport(c *Config) {
 func listValue(l []string) string { return "[" + strings.Join(l, ", ") + "]" }
 
 // agencyFiles checks report.agency_files: csv and/or parquet, each once.
-func (d *decoder) agencyFiles() []string {
-	const key = "report.agency_files"
-	l := d.strs(key)
-	out := []string{}
-	for _, f := range l {
-		switch {
-		case !slices.Contains(agencyFileFormats, f):
-			d.fail(key, listValue(l), fmt.Sprintf("unknown format %q: use %s, or [] for none", f, strings.Join(agencyFileFormats, ", ")))
-			return []string{}
-		case slices.Contains(out, f):
-			d.fail(key, listValue(l), fmt.Sprintf("%q given twice", f))
-			return []string{}
-		}
-		out = append(out, f)
-	}
-	return out
-}
+func (d *decoder) agencyFiles() []string { return d.formats("report.agency_files", agencyFileFormats) }
 
 // recheckAfter checks report.recheck_after against the report period p
 // (0 when that is invalid) and returns it sorted, without duplicates.

@@ -164,8 +164,8 @@ func TestShippedConfigHasEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first, _, _ := strings.Cut(string(data), "\n"); strings.Contains(first, "SPEC") || !strings.Contains(first, "README.md, Configuration reference") {
-		t.Errorf("first line %q: want a pointer to README.md, Configuration reference (and no SPEC section)", first)
+	if first, _, _ := strings.Cut(string(data), "\n"); strings.Contains(first, "SPEC") || !strings.Contains(first, "docs/reference.md, Configuration reference") {
+		t.Errorf("first line %q: want a pointer to docs/reference.md, Configuration reference (and no SPEC section)", first)
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -272,6 +272,26 @@ func TestParseDurationMatchesGo(t *testing.T) {
 		got, err := ParseDuration(s)
 		if got != want || (err == nil) != (werr == nil) {
 			t.Errorf("ParseDuration(%q) = %v, %v; time.ParseDuration %v, %v", s, got, err, want, werr)
+		}
+	}
+}
+
+func TestStatementsTimezone(t *testing.T) {
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{"statements: {timezone: Europe/Paris}", ""},
+		{"statements: {timezone: Asia/Kolkata}", "month boundaries are not 1h period boundaries"},
+		{"report: {period: 30m}\nstatements: {timezone: Asia/Kolkata}", ""},
+		{"report: {period: 24h}\nstatements: {timezone: Europe/Paris}", "month boundaries are not 24h period boundaries"},
+		{"report: {period: 2h}\nstatements: {timezone: Europe/Paris}", "not 2h period boundaries"},
+		{"statements: {timezone: Mars/Base}", "IANA time zone"},
+		{"statements: {close_after: 90d}", "between 0 and 60d"},
+		{"statements: {agency_files: [pdf, xlsx]}", `unknown format "xlsx"`},
+	} {
+		_, err := Parse([]byte(tc.file), "c.yaml", nil)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: err = %v, want %q", tc.file, err, tc.want)
 		}
 	}
 }

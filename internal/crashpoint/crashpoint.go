@@ -36,10 +36,17 @@ const (
 	AfterManifest   Point = "after-manifest"   // the manifest is written, before cleanup
 	AfterCleanup    Point = "after-cleanup"    // unlisted objects and intents are deleted
 	AfterCheckpoint Point = "after-checkpoint" // the checkpoint moved (or a recheck was recorded)
+
+	// The monthly close (package monthclose), after the periods.
+	MonthAfterUpload   Point = "month-after-upload"   // one statement object is uploaded
+	MonthAfterManifest Point = "month-after-manifest" // a month manifest is written, before its cleanup
+	MonthAfterCleanup  Point = "month-after-cleanup"  // a month's unlisted objects and intents are deleted
+	BeforeDueDelete    Point = "before-due-delete"    // every month is published; the due markers are not deleted yet
 )
 
 // Points lists every crash point.
-var Points = []Point{AfterRead, AfterClaims, AfterUpload, MidRestatement, AfterManifest, AfterCleanup, AfterCheckpoint}
+var Points = []Point{AfterRead, AfterClaims, AfterUpload, MidRestatement, AfterManifest, AfterCleanup, AfterCheckpoint,
+	MonthAfterUpload, MonthAfterManifest, MonthAfterCleanup, BeforeDueDelete}
 
 var (
 	once   sync.Once

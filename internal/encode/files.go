@@ -24,6 +24,7 @@ import (
 // Content types of the objects.
 const (
 	TypeParquet = "application/vnd.apache.parquet"
+	TypePDF     = "application/pdf"
 	TypeCSV     = "text/csv; charset=utf-8"
 	TypeJSONL   = "application/x-ndjson"
 	TypeJSON    = "application/json"

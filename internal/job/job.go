@@ -18,6 +18,7 @@ import (
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/fence"
+	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/scratch"
@@ -57,6 +58,8 @@ type Config struct {
 	TempDir string
 	// Version and SinkURL are written into manifests.
 	Version, SinkURL string
+	// Statements configures the monthly close.
+	Statements Statements
 }
 
 // Job is one configured job with its backends.
@@ -163,6 +166,8 @@ type Result struct {
 	PeriodsRemaining, RechecksRemaining int
 	// Checkpoint after the run.
 	Checkpoint time.Time
+	// Statements is what the monthly close did at the end of the run.
+	Statements monthclose.Result
 }
 
 // Run runs once. It returns a *checkpoint.HeldError (errors.Is
@@ -182,6 +187,22 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 		return res, err
 	}
 	defer r.stop(ctx)
+	// The monthly close: first what an interrupted command left (so that
+	// each restatement is taken in before the next one), then, once the
+	// periods and rechecks are done, what this run published.
+	if _, err := r.statements(ctx, opts.Now, ""); err != nil {
+		return res, err
+	}
+	defer func() {
+		if r.stopped() || err != nil && !errors.Is(err, ErrRecheckFailed) {
+			return
+		}
+		sr, serr := r.statements(ctx, opts.Now, "")
+		res.Statements = sr
+		if serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}()
 	res.Checkpoint = st.Checkpoint
 	if opts.Backfill {
 		if periods, err = r.grid.Range(opts.From, opts.To); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/publish"
+	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -41,6 +42,9 @@ type VerifyOptions struct {
 	Now time.Time
 	// Progress, when set, is called before each period.
 	Progress func(i, n int, p report.Period)
+	// Months, when set, is called with the checks of the statements of
+	// the months the range touches (after the periods').
+	Months func([]monthclose.MonthCheck)
 }
 
 // PeriodCheck is verify's finding for one period.
@@ -68,7 +72,7 @@ type PeriodCheck struct {
 // manifest does not list. With Repair it then restates periods whose items
 // or objects differ, publishes a missing manifest, and removes unlisted
 // objects.
-func (j *Job) Verify(ctx context.Context, o VerifyOptions) ([]PeriodCheck, error) {
+func (j *Job) Verify(ctx context.Context, o VerifyOptions) (_ []PeriodCheck, err error) {
 	if o.Now.IsZero() {
 		o.Now = j.now()
 	}
@@ -77,6 +81,17 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) ([]PeriodCheck, error
 		return nil, err
 	}
 	defer r.stop(ctx)
+	if o.Repair {
+		if _, err := r.statements(ctx, o.Now, ""); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				return
+			}
+			_, err = r.statements(ctx, o.Now, "")
+		}()
+	}
 	if o.Last > 0 {
 		o.From, o.To = lastRange(r.grid, o.Now.Add(-j.Lateness), o.Last)
 	}
@@ -102,7 +117,18 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) ([]PeriodCheck, error
 		}
 		out = append(out, pc)
 	}
-	return out, nil
+	// The months the range touches: after the periods' repairs are taken
+	// in, so that a repaired period is in its month's statement.
+	if o.Repair {
+		if _, err := r.statements(ctx, o.Now, ""); err != nil {
+			return out, err
+		}
+	}
+	mcs, err := r.verifyMonths(ctx, ps, o.Repair)
+	if o.Months != nil {
+		o.Months(mcs)
+	}
+	return out, err
 }
 
 // lastRange is [from, to) of verify --last d: to is the start of the

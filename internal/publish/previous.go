@@ -105,3 +105,9 @@ func (pb *Publisher) fetch(ctx context.Context, info report.FileInfo, dir string
 	}
 	return f, n, nil
 }
+
+// Fetch downloads the listed object info into a temp file in dir, checked
+// against its size and SHA-256. The caller closes and removes the file.
+func (pb *Publisher) Fetch(ctx context.Context, info report.FileInfo, dir string) (*os.File, int64, error) {
+	return pb.fetch(ctx, info, dir)
+}

@@ -451,6 +451,14 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 			return fmt.Errorf("publish %s: %w", p.Name(), err)
 		}
 	}
+	// The monthly close takes the new revision in from its due marker,
+	// written first, so that a crash after the manifest leaves it.
+	if _, err := pb.out().PutBytes(ctx, report.StatementDueKey(p), []byte("{}\n"), sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
+		return fmt.Errorf("publish %s: due marker: %w", p.Name(), err)
+	}
+	if err := pb.fence(); err != nil {
+		return fmt.Errorf("publish %s: %w", p.Name(), err)
+	}
 	opts := sink.PutOptions{ContentType: encode.TypeJSON, IfNoneMatch: s.cur.Manifest == nil, IfMatch: s.cur.ETag}
 	if s.cur.Manifest == nil {
 		opts.IfMatch = ""

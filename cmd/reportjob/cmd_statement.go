@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/reportjob/reportjob/internal/job"
+	"github.com/reportjob/reportjob/internal/monthclose"
+	"github.com/reportjob/reportjob/internal/statement"
+)
+
+// statementSummary is statement's JSON summary line.
+type statementSummary struct {
+	Command           string   `json:"command"`
+	Job               string   `json:"job"`
+	Status            string   `json:"status"` // ok | not_found | failed | lease_held | bad_usage
+	Month             string   `json:"month,omitempty"`
+	StatementStatus   string   `json:"statement_status,omitempty"` // draft | final
+	StatementRevision int      `json:"statement_revision,omitempty"`
+	ClosesAt          string   `json:"closes_at,omitempty"`
+	Agencies          int      `json:"agencies"`
+	Adjustments       int      `json:"prior_period_adjustments"`
+	Manifest          string   `json:"manifest,omitempty"`
+	Files             []string `json:"files,omitempty"`
+	Closed            bool     `json:"closed,omitempty"`
+	Error             string   `json:"error,omitempty"`
+}
+
+// statementLine is one line of statement --json.
+type statementLine struct {
+	Month                  string `json:"month"`
+	Status                 string `json:"status"`
+	AgencyID               string `json:"agency_id"`
+	Currency               string `json:"currency"`
+	PurchaseCount          int64  `json:"purchase_count"`
+	RefundCount            int64  `json:"refund_count"`
+	Net                    string `json:"net_amount"`
+	Commission             string `json:"commission_amount"`
+	PriorPeriodAdjustments string `json:"prior_period_adjustments"`
+	CommissionDue          string `json:"commission_due"`
+	StatementRevision      int32  `json:"statement_revision"`
+}
+
+func cmdStatement(ctx context.Context, c *cli, args []string) error {
+	fs := newFlags(c, "statement")
+	month := fs.String("month", "", "the month, YYYY-MM in statements.timezone (default: the latest with a statement)")
+	agency := fs.String("agency", "", "only this agency, and list its files")
+	asJSON := fs.Bool("json", false, "one JSON object per line instead of the table")
+	closeM := fs.Bool("close", false, "finalise --month now, before statements.close_after (takes the lease)")
+	var now timeFlag
+	fs.Var(&now, "now", "fix the report clock (replay and tests)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	sum := statementSummary{Command: "statement", Job: c.cfg.JobName, Month: *month}
+	err := c.statement(ctx, &sum, *month, *agency, *asJSON, *closeM, now.t)
+	switch {
+	case errors.Is(err, monthclose.ErrNoStatement):
+		sum.Status = "not_found"
+	case err != nil:
+		sum.Status = map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held"}[exitCode(err)]
+		if sum.Status == "" {
+			sum.Status = "failed"
+		}
+	default:
+		sum.Status = "ok"
+	}
+	if err != nil {
+		sum.Error = err.Error()
+	}
+	c.printJSON(sum)
+	return err
+}
+
+func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agency string, asJSON, closeM bool, now time.Time) error {
+	if closeM && month == "" {
+		return usagef("statement --close needs --month")
+	}
+	if month != "" {
+		if _, _, err := statement.Bounds(month, c.cfg.Statements.Location); err != nil {
+			return usagef("statement --month: %v", err)
+		}
+	}
+	st, err := openStore(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	b, err := openBucket(ctx, c)
+	if err != nil {
+		return err
+	}
+	j := c.newJob(st, b, nil)
+	if closeM {
+		res, err := j.Close(ctx, monthCloseOptions(month, now))
+		if err != nil {
+			return err
+		}
+		sum.Closed = res.Closed > 0
+	}
+	dir, err := os.MkdirTemp("", "reportjob-statement-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	rd := j.Reader(dir)
+	if month == "" {
+		ms, err := rd.Months(ctx)
+		if err != nil {
+			return err
+		}
+		if len(ms) == 0 {
+			return fmt.Errorf("%w in %s yet: a run publishes the statements of the months it delivers", monthclose.ErrNoStatement, c.cfg.Sink.URL)
+		}
+		month = ms[len(ms)-1]
+		sum.Month = month
+	}
+	s, err := rd.Read(ctx, month)
+	if err != nil {
+		return err
+	}
+	m := s.Manifest
+	sum.StatementStatus, sum.StatementRevision = m.Status, m.StatementRevision
+	if !m.Final() {
+		sum.ClosesAt = m.ClosesAt.UTC().Format(time.RFC3339)
+	}
+	sum.Adjustments = len(m.Adjustments)
+	sum.Manifest = c.cfg.Sink.URL + "/" + "manifests/month=" + month + "/manifest.json"
+	agencies := map[string]bool{}
+	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	if !asJSON {
+		fmt.Fprintf(c.stdout, "statements of %s (%s), %s, statement revision %d", month, m.Timezone, strings.ToUpper(m.Status), m.StatementRevision)
+		if !m.Final() {
+			fmt.Fprintf(c.stdout, ", final at the latest after %s", m.ClosesAt.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(c.stdout, "\n\n")
+		fmt.Fprintln(tw, "agency\tcurrency\tpurchases\trefunds\tnet\tcommission\tadjustments\tcommission due\t")
+	}
+	for _, r := range s.Rows {
+		if agency != "" && r.AgencyID != agency {
+			continue
+		}
+		agencies[r.AgencyID] = true
+		cur := r.Currency
+		if asJSON {
+			c.printJSONLine(statementLine{Month: r.Month, Status: r.Status, AgencyID: r.AgencyID, Currency: cur.Code,
+				PurchaseCount: r.PurchaseCount, RefundCount: r.RefundCount, Net: cur.FormatTotal(r.Net),
+				Commission: cur.FormatTotal(r.Commission), PriorPeriodAdjustments: cur.FormatTotal(r.PriorPeriodAdjustments),
+				CommissionDue: cur.FormatTotal(r.CommissionDue), StatementRevision: r.StatementRevision})
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", clip(r.AgencyID, 24), cur.Code, r.PurchaseCount, r.RefundCount,
+			cur.FormatTotal(r.Net), cur.FormatTotal(r.Commission), cur.FormatTotal(r.PriorPeriodAdjustments), cur.FormatTotal(r.CommissionDue))
+	}
+	if !asJSON {
+		tw.Flush()
+		if len(m.Adjustments) > 0 {
+			fmt.Fprintf(c.stdout, "\nprior-period adjustments booked in %s:\n", month)
+			for _, a := range m.Adjustments {
+				var cs []string
+				for _, x := range a.Commission {
+					cs = append(cs, x.Amount+" "+x.Currency)
+				}
+				fmt.Fprintf(c.stdout, "  period %s (%s) revision %d -> %d (%s): commission %s\n", a.PeriodStart.UTC().Format("2006-01-02T15:04Z"),
+					a.PeriodMonth, a.FromRevision, a.ToRevision, a.Reason, strings.Join(cs, ", "))
+			}
+		}
+	}
+	sum.Agencies = len(agencies)
+	if agency != "" {
+		if len(agencies) == 0 {
+			return fmt.Errorf("%w for agency %q in %s", monthclose.ErrNoStatement, agency, month)
+		}
+		for _, k := range monthclose.AgencyFiles(m, agency) {
+			sum.Files = append(sum.Files, c.cfg.Sink.URL+"/"+k)
+			if !asJSON {
+				fmt.Fprintf(c.stdout, "file: %s/%s\n", c.cfg.Sink.URL, k)
+			}
+		}
+	}
+	return nil
+}
+
+// clip shortens s to n characters for a table cell.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func monthCloseOptions(month string, now time.Time) job.CloseOptions {
+	return job.CloseOptions{Month: month, Now: now}
+}
+
+// printJSONLine writes one JSON Lines record on stdout (the summary line
+// comes last, from printJSON).
+func (c *cli) printJSONLine(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
+	}
+	fmt.Fprintf(c.stdout, "%s\n", b)
+}

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"github.com/reportjob/reportjob/internal/config"
+	"github.com/reportjob/reportjob/internal/job"
+	"github.com/reportjob/reportjob/internal/monthclose"
+	"github.com/reportjob/reportjob/internal/statement/pdf"
+)
+
+// statementsConfig wires statements.* into the job.
+func statementsConfig(cfg *config.Config) job.Statements {
+	s := job.Statements{Loc: cfg.Statements.Location, CloseAfter: cfg.Statements.CloseAfter}
+	for _, f := range cfg.Statements.AgencyFiles {
+		switch f {
+		case "pdf":
+			s.Formats.PDF = true
+		case "csv":
+			s.Formats.CSV = true
+		case "parquet":
+			s.Formats.Parquet = true
+		}
+	}
+	s.RenderPDF = renderPDF
+	return s
+}
+
+// renderPDF renders an agency's statement PDF.
+var renderPDF monthclose.Renderer = pdf.Render

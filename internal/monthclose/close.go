@@ -1,0 +1,338 @@
+// Package monthclose is the monthly close: it keeps the statements of
+// draft months up to date with the latest revision of their periods,
+// issues the final statement of a month once its close time has passed
+// and its rechecks are done (or on request), and books a restatement of a
+// period of a final month as a prior-period adjustment in the next month
+// that is not final (SPEC section 7). It reads the delivered record only
+// (period manifests, summaries and adjustments) and publishes each month
+// under the same rules as a period: immutable content-hash names, a
+// conditional manifest written last, fenced writes, cleanup.
+//
+// Which months to rebuild comes from the due markers
+// (report.StatementDueKey) that the period publisher writes before each
+// period manifest: a crash anywhere between a period's publication and its
+// month's leaves the marker, and the next command that publishes (or
+// `statement`) takes it in. A marker is deleted only once every month it
+// touches is published.
+package monthclose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/crashpoint"
+	"github.com/reportjob/reportjob/internal/publish"
+	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/sink"
+	"github.com/reportjob/reportjob/internal/statement"
+)
+
+// Renderer writes an agency's statement as a PDF (package statement/pdf).
+type Renderer func(w io.Writer, s *statement.Agency) error
+
+// Formats are the per-agency statement files (statements.agency_files).
+type Formats struct{ PDF, CSV, Parquet bool }
+
+// names returns the formats as statements.agency_files lists them.
+func (f Formats) names() []string {
+	out := []string{}
+	for _, x := range []struct {
+		on   bool
+		name string
+	}{{f.PDF, "pdf"}, {f.CSV, "csv"}, {f.Parquet, "parquet"}} {
+		if x.on {
+			out = append(out, x.name)
+		}
+	}
+	return out
+}
+
+// Closer runs the close of one job's statements in one sink.
+type Closer struct {
+	// Periods reads the period manifests and files (its Bucket is the sink).
+	Periods *publish.Publisher
+	// Fence is checked before every write; nil when none is needed.
+	Fence publish.Fence
+	Job   string
+	// Version is written into manifests; RunID names intents.
+	Version, RunID string
+	Loc            *time.Location
+	CloseAfter     time.Duration
+	Formats        Formats
+	RenderPDF      Renderer
+	Concurrency    int
+	// Dir is a scratch folder for the files being built.
+	Dir string
+	Log *slog.Logger
+	// Now stamps manifests (default time.Now).
+	Now func() time.Time
+}
+
+// Record is what the job's state says of the periods: which exist and
+// are delivered (Grid, up to Grid.Checkpoint), and which are still owed a
+// recheck.
+type Record struct {
+	Grid         report.Grid
+	Rechecks     []checkpoint.Recheck
+	RecheckAfter []time.Duration
+}
+
+// Result is what an Update did.
+type Result struct {
+	// Months are the months whose statements were published, ascending.
+	Months []MonthResult
+	// Adjustments is how many prior-period adjustments were booked.
+	Adjustments int
+	// Closed is how many months became final.
+	Closed int
+}
+
+// MonthResult is one month published.
+type MonthResult struct {
+	Month     string `json:"month"`
+	Status    string `json:"status"`
+	Revision  int    `json:"statement_revision"`
+	Reason    string `json:"reason"`
+	Agencies  int    `json:"agencies"`
+	Uploaded  int    `json:"uploaded"`
+	Manifest  string `json:"manifest"`
+	Booked    int    `json:"adjustments_booked,omitempty"`
+	Published bool   `json:"-"`
+}
+
+// ErrNotClosable is wrapped by the error of an early close that cannot be
+// done (the month is not fully delivered).
+var ErrNotClosable = errors.New("month cannot be closed")
+
+func (c *Closer) bucket() *sink.Bucket { return c.Periods.Bucket }
+
+func (c *Closer) fence() error {
+	if c.Fence == nil {
+		return nil
+	}
+	return c.Fence.Check()
+}
+
+func (c *Closer) now() time.Time {
+	if c.Now == nil {
+		return time.Now().UTC()
+	}
+	return c.Now().UTC()
+}
+
+// Update brings the statements up to date at now (the report clock):
+// it takes in every due marker, rebuilds the draft months whose periods
+// changed, books the restatements of final months' periods, issues the
+// final statement of every month whose close time has passed and whose
+// rechecks are done, and, when closeEarly names a month, makes it final
+// now. Then it deletes the markers it took in.
+func (c *Closer) Update(ctx context.Context, now time.Time, rec Record, closeEarly string) (Result, error) {
+	var res Result
+	dues, err := c.dueMarkers(ctx, rec.Grid)
+	if err != nil {
+		return res, err
+	}
+	months, err := c.listMonths(ctx)
+	if err != nil {
+		return res, err
+	}
+	// Every month the sink has a statement for, and its manifest.
+	for _, mo := range months.names() {
+		if _, err := months.read(ctx, c, mo); err != nil {
+			return res, err
+		}
+	}
+	work := map[string]*monthWork{}
+	get := func(m string) *monthWork {
+		w := work[m]
+		if w == nil {
+			w = &monthWork{}
+			work[m] = w
+		}
+		return w
+	}
+	for _, d := range dues {
+		m := statement.MonthOf(d.period.Start, c.Loc)
+		cur, err := months.read(ctx, c, m)
+		if err != nil {
+			return res, err
+		}
+		if !cur.final() {
+			get(m).changed = true
+			continue
+		}
+		target, err := months.firstOpenAfter(ctx, c, m)
+		if err != nil {
+			return res, err
+		}
+		get(target).adjust = append(get(target).adjust, d.period)
+	}
+	if closeEarly != "" {
+		if err := c.checkEarly(ctx, months, rec, closeEarly); err != nil {
+			return res, err
+		}
+		get(closeEarly).final, get(closeEarly).reason = true, ReasonCloseEarly
+	}
+	for _, m := range months.names() {
+		cur := months.cur[m]
+		if cur == nil || cur.m == nil || cur.m.Final() {
+			if cur != nil && len(cur.intents) > 0 && work[m] == nil {
+				get(m) // finish its cleanup
+			}
+			continue
+		}
+		if c.closable(cur.m, rec, now) {
+			w := get(m)
+			if !w.final {
+				w.final, w.reason = true, ReasonClose
+			}
+		}
+		if len(cur.intents) > 0 && work[m] == nil {
+			get(m) // finish its cleanup
+		}
+	}
+	names := make([]string, 0, len(work))
+	for m := range work {
+		names = append(names, m)
+	}
+	slices.Sort(names)
+	for _, m := range names {
+		w := work[m]
+		if w.final && !w.changed && w.reason == ReasonClose {
+			// A month closing on time is rebuilt from its periods too: the
+			// final statement is always the latest revision of each.
+			w.changed = true
+		}
+		mr, err := c.rebuild(ctx, months, rec, m, w)
+		if err != nil {
+			return res, fmt.Errorf("statements of %s: %w", m, err)
+		}
+		res.Adjustments += mr.Booked
+		if mr.Published {
+			res.Months = append(res.Months, mr)
+			if mr.Status == string(statement.Final) {
+				res.Closed++
+			}
+		}
+	}
+	crashpoint.Hit(crashpoint.BeforeDueDelete)
+	if err := c.deleteDue(ctx, dues); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// monthWork is what a month's rebuild must take in.
+type monthWork struct {
+	changed bool            // one of its own periods was published
+	adjust  []report.Period // periods of final months to book here
+	final   bool            // issue the final statement
+	reason  string
+	force   bool // publish a new revision even if nothing changed (verify --repair)
+}
+
+// closable reports whether draft m's close time has passed, every period
+// of the month is delivered and none of them is still owed a recheck.
+func (c *Closer) closable(m *Manifest, rec Record, now time.Time) bool {
+	if now.Before(m.MonthEnd.Add(c.CloseAfter)) || rec.Grid.Checkpoint.Before(m.MonthEnd) {
+		return false
+	}
+	return owedRechecks(m.MonthStart, m.MonthEnd, rec) == 0
+}
+
+// owedRechecks counts the periods in [start, end) still owed a recheck.
+func owedRechecks(start, end time.Time, rec Record) int {
+	n := 0
+	for _, e := range rec.Rechecks {
+		if !e.Start.Before(start) && e.Start.Before(end) && !report.NextRecheck(e, rec.RecheckAfter).IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// checkEarly refuses an early close of a month that is not fully
+// delivered, or already final.
+func (c *Closer) checkEarly(ctx context.Context, months *monthSet, rec Record, m string) error {
+	start, end, err := statement.Bounds(m, c.Loc)
+	if err != nil {
+		return err
+	}
+	cur, err := months.read(ctx, c, m)
+	if err != nil {
+		return err
+	}
+	switch {
+	case cur.final():
+		return fmt.Errorf("%w: %s is final already (statement revision %d)", ErrNotClosable, m, cur.m.StatementRevision)
+	case rec.Grid.Checkpoint.Before(end):
+		return fmt.Errorf("%w: %s is not fully delivered: the checkpoint is %s, the month ends %s (%s)", ErrNotClosable, m,
+			fmtTime(rec.Grid.Checkpoint), end.Format(time.RFC3339), c.Loc)
+	case len(rec.Grid.Between(start, end)) == 0:
+		return fmt.Errorf("%w: the job has no period in %s", ErrNotClosable, m)
+	}
+	return nil
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "none yet"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// due is one due marker.
+type due struct {
+	key    string
+	period report.Period
+}
+
+// dueMarkers lists the due markers, oldest period first.
+func (c *Closer) dueMarkers(ctx context.Context, g report.Grid) ([]due, error) {
+	objs, err := c.bucket().List(ctx, report.DueStatementsPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("list due statements: %w", err)
+	}
+	var out []due
+	for _, o := range objs {
+		name, ok := strings.CutPrefix(o.Key, report.DueStatementsPrefix+"period=")
+		name, ok2 := strings.CutSuffix(name, ".json")
+		t, err := time.Parse("20060102T1504Z", name)
+		if !ok || !ok2 || err != nil {
+			c.Log.Warn("ignoring an object that is no due marker", "key", o.Key)
+			continue
+		}
+		p, ok := g.At(t)
+		if !ok || !p.Start.Equal(t) {
+			return nil, fmt.Errorf("due marker %s names no period of the job's grid", c.bucket().URL(o.Key))
+		}
+		if p.End.After(g.Checkpoint) {
+			// A delivery whose checkpoint move has not happened yet (a
+			// crash, or the run in progress): kept for the close after it.
+			continue
+		}
+		out = append(out, due{key: o.Key, period: p})
+	}
+	slices.SortFunc(out, func(a, b due) int { return a.period.Start.Compare(b.period.Start) })
+	return out, nil
+}
+
+// deleteDue deletes the markers taken in.
+func (c *Closer) deleteDue(ctx context.Context, dues []due) error {
+	for _, d := range dues {
+		if err := c.fence(); err != nil {
+			return fmt.Errorf("delete due marker: %w", err)
+		}
+		if err := c.bucket().Delete(ctx, d.key); err != nil && !errors.Is(err, sink.ErrNotFound) {
+			return fmt.Errorf("delete due marker: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,188 @@
+package monthclose
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/statement"
+)
+
+// Format identifies the month manifest layout.
+const Format = "reportjob.statements/1"
+
+// Reasons a statement revision was published (Manifest.Reason).
+const (
+	ReasonUpdate     = "update"            // its periods or adjustments changed
+	ReasonClose      = "close"             // the close time passed: final
+	ReasonCloseEarly = "statement --close" // finalised early on request
+)
+
+// Manifest is manifests/month=M/manifest.json: the commit record of month
+// M's statements. It is written last, replaced only by a conditional
+// write of the next statement revision, and never once Status is final.
+type Manifest struct {
+	Format   string `json:"format"`
+	Job      string `json:"job"`
+	Month    string `json:"month"`
+	Timezone string `json:"timezone"`
+	// MonthStart and MonthEnd are the month's bounds, RFC 3339 UTC.
+	MonthStart time.Time `json:"month_start"`
+	MonthEnd   time.Time `json:"month_end"`
+	Status     string    `json:"status"`
+	// StatementRevision is 1 for the first publication, n+1 for each
+	// change.
+	StatementRevision int    `json:"statement_revision"`
+	Reason            string `json:"reason"`
+	// ClosesAt is when a draft becomes final at the latest (month end +
+	// statements.close_after, once the month's rechecks are done).
+	ClosesAt       time.Time `json:"closes_at"`
+	PreviousSHA256 string    `json:"previous_sha256,omitempty"`
+	GeneratedAt    time.Time `json:"generated_at"`
+	ToolVersion    string    `json:"tool_version"`
+	// AgencyFiles are the per-agency statement files written
+	// (statements.agency_files): a change rebuilds the month's files.
+	AgencyFiles []string `json:"agency_files"`
+	// Periods are the period revisions the statements were built from,
+	// ascending: the audit chain down to the period files.
+	Periods []PeriodEntry `json:"periods"`
+	// Adjustments are the prior-period adjustments booked in this month.
+	Adjustments []AdjustmentEntry `json:"adjustments"`
+	// Totals per currency over every agency.
+	Totals []Total `json:"totals"`
+	// Files is every object of this revision but the manifest, by key.
+	Files []report.FileInfo `json:"files"`
+	// ReplacedFiles are the keys the previous revision listed and this one
+	// does not (deleted once this manifest is published).
+	ReplacedFiles []string `json:"replaced_files,omitempty"`
+}
+
+// PeriodEntry names one period revision.
+type PeriodEntry struct {
+	Key      string    `json:"key"`
+	Start    time.Time `json:"period_start"`
+	End      time.Time `json:"period_end"`
+	Revision int       `json:"revision"`
+	SHA256   string    `json:"sha256"`
+}
+
+// AdjustmentEntry is one prior-period adjustment booked in the month: the
+// restatement of Period (of month PeriodMonth, final) from FromRevision to
+// ToRevision. Its rows are in the month's adjustments file.
+type AdjustmentEntry struct {
+	PeriodStart  time.Time `json:"period_start"`
+	PeriodEnd    time.Time `json:"period_end"`
+	PeriodMonth  string    `json:"period_month"`
+	FromRevision int       `json:"from_revision"`
+	ToRevision   int       `json:"to_revision"`
+	Reason       string    `json:"reason"`
+	// Key and SHA256 name the period manifest of ToRevision.
+	Key    string `json:"key"`
+	SHA256 string `json:"sha256"`
+	// Commission is the difference per currency, exact decimal strings.
+	Commission []CurrencyAmount `json:"commission"`
+}
+
+// CurrencyAmount is an exact decimal amount in a currency's digits.
+type CurrencyAmount struct {
+	Currency string `json:"currency"`
+	Amount   string `json:"amount"`
+}
+
+// Total is one currency's totals over every agency of the month.
+type Total struct {
+	Currency               string `json:"currency"`
+	Agencies               int64  `json:"agencies"`
+	PurchaseCount          int64  `json:"purchase_count"`
+	RefundCount            int64  `json:"refund_count"`
+	Gross                  string `json:"gross_amount"`
+	Refunds                string `json:"refund_amount"`
+	Net                    string `json:"net_amount"`
+	Commission             string `json:"commission_amount"`
+	PriorPeriodAdjustments string `json:"prior_period_adjustments"`
+	CommissionDue          string `json:"commission_due"`
+}
+
+// Final reports whether m is a final statement.
+func (m *Manifest) Final() bool { return m.Status == string(statement.Final) }
+
+// Marshal returns manifest.json's bytes: indented JSON and a newline.
+func (m *Manifest) Marshal() ([]byte, error) {
+	c := *m
+	for _, l := range []*[]report.FileInfo{&c.Files} {
+		if *l == nil {
+			*l = []report.FileInfo{}
+		}
+	}
+	if c.Periods == nil {
+		c.Periods = []PeriodEntry{}
+	}
+	if c.AgencyFiles == nil {
+		c.AgencyFiles = []string{}
+	}
+	if c.Adjustments == nil {
+		c.Adjustments = []AdjustmentEntry{}
+	}
+	if c.Totals == nil {
+		c.Totals = []Total{}
+	}
+	b, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("marshal month manifest: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// ParseManifest decodes a month manifest and checks its format.
+func ParseManifest(b []byte) (*Manifest, error) {
+	var m Manifest
+	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&m); err != nil {
+		return nil, fmt.Errorf("parse month manifest: %w", err)
+	}
+	if m.Format != Format {
+		return nil, fmt.Errorf("parse month manifest: format %q, want %q", m.Format, Format)
+	}
+	if m.StatementRevision < 1 {
+		return nil, fmt.Errorf("parse month manifest: statement_revision %d, want >= 1", m.StatementRevision)
+	}
+	if m.Status != string(statement.Draft) && m.Status != string(statement.Final) {
+		return nil, fmt.Errorf("parse month manifest: status %q, want draft or final", m.Status)
+	}
+	return &m, nil
+}
+
+// SameContent reports whether m and o publish the same statements: the
+// same status, periods, adjustments, totals and objects. Revision, reason,
+// previous hash, generation time, tool version and replaced files are not
+// compared.
+func (m *Manifest) SameContent(o *Manifest) bool {
+	a, errA := m.content()
+	b, errB := o.content()
+	return errA == nil && errB == nil && bytes.Equal(a, b)
+}
+
+func (m *Manifest) content() ([]byte, error) {
+	c := *m
+	c.StatementRevision, c.Reason, c.PreviousSHA256, c.GeneratedAt, c.ToolVersion, c.ReplacedFiles = 1, "", "", time.Time{}, "", nil
+	return c.Marshal()
+}
+
+// Booked returns the revision of period start that m accounts for: the
+// revision its statements were built from, or the latest an adjustment
+// booked in it leads to; 0 when m accounts for none.
+func (m *Manifest) Booked(start time.Time) int {
+	r := 0
+	for _, p := range m.Periods {
+		if p.Start.Equal(start) {
+			r = max(r, p.Revision)
+		}
+	}
+	for _, a := range m.Adjustments {
+		if a.PeriodStart.Equal(start) {
+			r = max(r, a.ToRevision)
+		}
+	}
+	return r
+}

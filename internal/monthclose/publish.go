@@ -1,0 +1,246 @@
+package monthclose
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/reportjob/reportjob/internal/crashpoint"
+	"github.com/reportjob/reportjob/internal/encode"
+	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/sink"
+)
+
+// What a month's cleanup deletes (the month's counterpart of the rule in
+// internal/publish/cleanup.go, stated and enforced here only).
+//
+// Once month manifest M is published, the month's objects are exactly
+// M.Files. The cleanup deletes, and nothing else:
+//
+//   - every object under statements/month=M/ and manifests/month=M/ that
+//     M does not list (but the manifest and the intents);
+//   - every key of M.ReplacedFiles (the previous revision's objects, agency
+//     folders included) that M does not list;
+//   - every key a pending intent names that M does not list (an intent
+//     names every object its publication uploads, so an interrupted
+//     publication's objects in agency folders are found without listing
+//     them);
+//
+// then the intents. A cleanup cut short leaves its intent, and the next
+// Update finishes it. A final month is never published again, but its
+// pending cleanup is still finished.
+
+// monthIntent is the body of manifests/month=M/pending-RUN.json.
+type monthIntent struct {
+	RunID string   `json:"run_id"`
+	Keys  []string `json:"keys"`
+}
+
+// publish uploads man's new files, writes man as the month's manifest with
+// a conditional write, and cleans up. It returns how many objects it
+// uploaded.
+func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files []encode.File) (int, error) {
+	m := man.Month
+	have := map[string]bool{}
+	if cur != nil && cur.m != nil {
+		for _, f := range cur.m.Files {
+			have[f.Key] = true
+		}
+		man.PreviousSHA256 = report.SHA256Hex(cur.raw)
+		keep := keySet(man.Files)
+		man.ReplacedFiles = nil
+		for _, f := range cur.m.Files {
+			if !keep[f.Key] {
+				man.ReplacedFiles = append(man.ReplacedFiles, f.Key)
+			}
+		}
+	}
+	man.GeneratedAt, man.ToolVersion = c.now(), c.Version
+	var todo []encode.File
+	for _, f := range files {
+		if !have[f.Key] {
+			todo = append(todo, f)
+		}
+	}
+	mine := report.MonthIntentKey(m, c.RunID)
+	if len(todo) > 0 || len(man.ReplacedFiles) > 0 {
+		in := monthIntent{RunID: c.RunID}
+		for _, f := range todo {
+			in.Keys = append(in.Keys, f.Key)
+		}
+		body, err := json.Marshal(in)
+		if err != nil {
+			return 0, err
+		}
+		if err := c.put(ctx, mine, body, sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
+			return 0, fmt.Errorf("publish the statements of %s: intent: %w", m, err)
+		}
+	}
+	if err := c.upload(ctx, todo); err != nil {
+		return 0, fmt.Errorf("publish the statements of %s: %w", m, err)
+	}
+	body, err := man.Marshal()
+	if err != nil {
+		return 0, err
+	}
+	opts := sink.PutOptions{ContentType: encode.TypeJSON, IfNoneMatch: true}
+	if cur != nil && cur.m != nil {
+		opts = sink.PutOptions{ContentType: encode.TypeJSON, IfMatch: cur.etag}
+	}
+	err = c.put(ctx, report.MonthManifestKey(m), body, opts)
+	if errors.Is(err, sink.ErrPrecondition) {
+		raw, _, rerr := c.bucket().ReadAll(ctx, report.MonthManifestKey(m), maxManifestBytes)
+		if rerr != nil || string(raw) != string(body) {
+			return 0, fmt.Errorf("publish the statements of %s: the manifest was replaced by another publisher (%w)", m, err)
+		}
+		err = nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("publish the statements of %s: manifest: %w", m, err)
+	}
+	crashpoint.Hit(crashpoint.MonthAfterManifest)
+	intents := []string{}
+	if cur != nil {
+		intents = append(intents, cur.intents...)
+	}
+	intents = append(intents, mine)
+	next := &current{month: m, m: man, raw: body, intents: intents}
+	if err := c.cleanup(ctx, next, true); err != nil {
+		return len(todo), err
+	}
+	return len(todo), nil
+}
+
+// finishCleanup finishes a cleanup of cur's revision that was cut short
+// (no-op when none is pending).
+func (c *Closer) finishCleanup(ctx context.Context, cur *current) error {
+	if cur == nil || cur.m == nil || (len(cur.intents) == 0 && len(cur.m.ReplacedFiles) == 0) {
+		return nil
+	}
+	return c.cleanup(ctx, cur, false)
+}
+
+// cleanup deletes what cur.m does not list (see above), then the intents.
+func (c *Closer) cleanup(ctx context.Context, cur *current, always bool) error {
+	m, man := cur.month, cur.m
+	keep := keySet(man.Files)
+	var del []string
+	for _, prefix := range []string{report.StatementsPrefix(m), report.MonthManifestPrefix(m)} {
+		objs, err := c.bucket().List(ctx, prefix)
+		if err != nil {
+			return fmt.Errorf("clean the statements of %s: %w", m, err)
+		}
+		for _, o := range objs {
+			if !keep[o.Key] && o.Key != report.MonthManifestKey(m) && !report.IsIntentKey(o.Key) {
+				del = append(del, o.Key)
+			}
+		}
+	}
+	if !always && len(cur.intents) == 0 && len(del) == 0 {
+		return nil
+	}
+	for _, k := range man.ReplacedFiles {
+		if !keep[k] {
+			del = append(del, k)
+		}
+	}
+	for _, key := range cur.intents {
+		raw, _, err := c.bucket().ReadAll(ctx, key, maxManifestBytes)
+		if errors.Is(err, sink.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("clean the statements of %s: read intent: %w", m, err)
+		}
+		var in monthIntent
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return fmt.Errorf("clean the statements of %s: intent %s: %w", m, c.bucket().URL(key), err)
+		}
+		for _, k := range in.Keys {
+			if !keep[k] {
+				del = append(del, k)
+			}
+		}
+	}
+	slices.Sort(del)
+	del = slices.Compact(del)
+	if err := c.deleteAll(ctx, del); err != nil {
+		return fmt.Errorf("clean the statements of %s: %w", m, err)
+	}
+	if len(del) > 0 {
+		c.Log.Info("deleted statement objects the month manifest does not list", "month", m, "count", len(del))
+	}
+	if err := c.deleteAll(ctx, cur.intents); err != nil {
+		return fmt.Errorf("clean the statements of %s: %w", m, err)
+	}
+	cur.intents = nil
+	crashpoint.Hit(crashpoint.MonthAfterCleanup)
+	return nil
+}
+
+func (c *Closer) put(ctx context.Context, key string, body []byte, opts sink.PutOptions) error {
+	if err := c.fence(); err != nil {
+		return err
+	}
+	_, err := c.bucket().PutBytes(ctx, key, body, opts)
+	return err
+}
+
+// upload puts files, Concurrency at a time, checking the fence.
+func (c *Closer) upload(ctx context.Context, files []encode.File) error {
+	errs := make([]error, len(files))
+	sem := make(chan struct{}, max(c.Concurrency, 1))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := c.fence(); err != nil {
+				errs[i] = err
+				return
+			}
+			if _, err := c.bucket().PutFile(ctx, f.Key, f.Path, sink.PutOptions{ContentType: f.ContentType}); err != nil {
+				errs[i] = err
+				return
+			}
+			crashpoint.Hit(crashpoint.MonthAfterUpload)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// deleteAll deletes keys, Concurrency at a time, checking the fence.
+func (c *Closer) deleteAll(ctx context.Context, keys []string) error {
+	errs := make([]error, len(keys))
+	sem := make(chan struct{}, max(c.Concurrency, 1))
+	var wg sync.WaitGroup
+	for i, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := c.fence(); err != nil {
+				errs[i] = err
+				return
+			}
+			if err := c.bucket().Delete(ctx, k); err != nil && !errors.Is(err, sink.ErrNotFound) {
+				errs[i] = err
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func keySet(files []report.FileInfo) map[string]bool {
+	m := make(map[string]bool, len(files))
+	for _, f := range files {
+		m[f.Key] = true
+	}
+	return m
+}

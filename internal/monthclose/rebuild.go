@@ -1,0 +1,340 @@
+package monthclose
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/encode"
+	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/statement"
+)
+
+// adjustmentsBase names a month's adjustments file,
+// manifests/month=M/adjustments-H.parquet: the rows of the prior-period
+// adjustments booked in the month (the adjustments schema; period_start
+// and revision say which restatement each row comes from).
+const adjustmentsBase = "adjustments"
+
+// rebuild builds month m's statements from the latest revision of each of
+// its periods and the adjustments booked in it, and publishes them when
+// they differ from what the sink holds.
+func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m string, w *monthWork) (MonthResult, error) {
+	mr := MonthResult{Month: m}
+	cur, err := months.read(ctx, c, m)
+	if err != nil {
+		return mr, err
+	}
+	var prev *Manifest
+	if cur != nil {
+		prev = cur.m
+	}
+	if prev != nil && prev.Final() {
+		if w.changed || w.final || len(w.adjust) > 0 {
+			return mr, fmt.Errorf("%s is final: a final statement never changes", m)
+		}
+		return mr, c.finishCleanup(ctx, cur)
+	}
+	if !w.changed && !w.final && len(w.adjust) == 0 && !w.force {
+		return mr, c.finishCleanup(ctx, cur)
+	}
+	revision := 1
+	if prev != nil {
+		revision = prev.StatementRevision + 1
+	}
+	bt, err := c.build(ctx, months, rec, m, w, prev, revision)
+	if err != nil {
+		return mr, err
+	}
+	man := bt.man
+	mr.Status, mr.Agencies, mr.Booked = man.Status, len(bt.stmts), bt.booked
+	if prev != nil && !w.force && c.unchanged(prev, man) {
+		mr.Revision = prev.StatementRevision
+		return mr, c.finishCleanup(ctx, cur)
+	}
+	man.StatementRevision = revision
+	files, err := c.encode(m, bt.stmts, bt.adjRows)
+	defer removeFiles(files)
+	if err != nil {
+		return mr, err
+	}
+	for _, f := range files {
+		man.Files = append(man.Files, f.Info())
+	}
+	slices.SortFunc(man.Files, func(x, y report.FileInfo) int { return cmp.Compare(x.Key, y.Key) })
+	uploaded, err := c.publish(ctx, cur, man, files)
+	if err != nil {
+		return mr, err
+	}
+	mr.Revision, mr.Reason, mr.Uploaded, mr.Published = man.StatementRevision, man.Reason, uploaded, true
+	mr.Manifest = report.MonthManifestKey(m)
+	c.Log.Info("statements published", "month", m, "status", man.Status, "statement_revision", man.StatementRevision,
+		"reason", man.Reason, "agencies", len(bt.stmts), "uploaded", uploaded)
+	return mr, nil
+}
+
+// formats are the agency files written: a PDF only with a renderer.
+func (c *Closer) formats() Formats {
+	f := c.Formats
+	f.PDF = f.PDF && c.RenderPDF != nil
+	return f
+}
+
+func removeFiles(files []encode.File) {
+	for _, f := range files {
+		_ = os.Remove(f.Path)
+	}
+}
+
+// built is a month's statements built from the record, not encoded yet.
+type built struct {
+	man     *Manifest // Files unset
+	stmts   []*statement.Agency
+	adjRows []report.AdjustmentRow
+	booked  int // new adjustments booked
+}
+
+// build builds month m's statements at statement revision revision: its
+// own periods up to the checkpoint (their latest revisions), the
+// adjustments prev booked, and the new ones of w.adjust.
+func (c *Closer) build(ctx context.Context, months *monthSet, rec Record, m string, w *monthWork, prev *Manifest, revision int) (*built, error) {
+	start, end, err := statement.Bounds(m, c.Loc)
+	if err != nil {
+		return nil, err
+	}
+	b := statement.NewBuilder(c.Job, m, c.Loc)
+	man := &Manifest{Format: Format, Job: c.Job, Month: m, Timezone: c.Loc.String(), MonthStart: start, MonthEnd: end,
+		Status: string(statement.Draft), Reason: ReasonUpdate, ClosesAt: end.Add(c.CloseAfter), AgencyFiles: c.formats().names()}
+	if w.final {
+		man.Status, man.Reason = string(statement.Final), w.reason
+	}
+	to := end
+	if rec.Grid.Checkpoint.Before(to) {
+		to = rec.Grid.Checkpoint
+	}
+	if err := c.addPeriods(ctx, b, man, rec.Grid.Between(start, to)); err != nil {
+		return nil, err
+	}
+	bt := &built{man: man}
+	if prev != nil {
+		if bt.adjRows, err = c.carryAdjustments(ctx, b, man, prev); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(w.adjust, func(x, y report.Period) int { return x.Start.Compare(y.Start) })
+	for _, p := range w.adjust {
+		rows, booked, err := c.bookAdjustment(ctx, months, b, man, p, m)
+		if err != nil {
+			return nil, err
+		}
+		bt.adjRows = append(bt.adjRows, rows...)
+		bt.booked += booked
+	}
+	closesAt := man.ClosesAt.Format(time.RFC3339)
+	if w.final {
+		closesAt = ""
+	}
+	if bt.stmts, err = b.Statements(statement.Status(man.Status), revision, closesAt); err != nil {
+		return nil, err
+	}
+	if man.Totals, err = totals(bt.stmts); err != nil {
+		return nil, err
+	}
+	return bt, nil
+}
+
+// unchanged reports whether man (built, revision unset) publishes what prev
+// does: same periods, adjustments, status and totals. The files are not
+// compared: they carry the revision. Same periods and adjustments mean the
+// same statements.
+func (c *Closer) unchanged(prev, man *Manifest) bool {
+	a, b := *prev, *man
+	a.Files, b.Files = nil, nil
+	return a.SameContent(&b)
+}
+
+// addPeriods reads the manifest and summary of each period, Concurrency
+// at a time, and adds them to b and man.
+func (c *Closer) addPeriods(ctx context.Context, b *statement.Builder, man *Manifest, periods []report.Period) error {
+	type got struct {
+		ref  statement.PeriodRef
+		rows []report.SummaryRow
+		err  error
+	}
+	out := make([]got, len(periods))
+	sem := make(chan struct{}, max(c.Concurrency, 1))
+	var wg sync.WaitGroup
+	for i, p := range periods {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i].ref, out[i].rows, out[i].err = c.readPeriod(ctx, p)
+		}()
+	}
+	wg.Wait()
+	for _, g := range out {
+		if g.err != nil {
+			return g.err
+		}
+		b.AddPeriod(g.ref, g.rows)
+		man.Periods = append(man.Periods, PeriodEntry{Key: g.ref.ManifestKey, Start: g.ref.Period.Start, End: g.ref.Period.End,
+			Revision: g.ref.Revision, SHA256: g.ref.ManifestSHA256})
+	}
+	return nil
+}
+
+// readPeriod reads period p's current manifest and summary rows.
+func (c *Closer) readPeriod(ctx context.Context, p report.Period) (statement.PeriodRef, []report.SummaryRow, error) {
+	cur, err := c.Periods.Current(ctx, p)
+	if err != nil {
+		return statement.PeriodRef{}, nil, err
+	}
+	if cur.Manifest == nil {
+		return statement.PeriodRef{}, nil, fmt.Errorf("period %s is delivered (before the checkpoint) but has no manifest: run verify --repair", p.Name())
+	}
+	rows, err := c.Periods.PreviousSummary(ctx, cur, c.Dir)
+	if err != nil {
+		return statement.PeriodRef{}, nil, fmt.Errorf("period %s: %w", p.Name(), err)
+	}
+	ref := statement.PeriodRef{Period: p, Revision: cur.Manifest.Revision, ManifestKey: report.ManifestKey(p),
+		ManifestSHA256: report.SHA256Hex(cur.Raw)}
+	return ref, rows, nil
+}
+
+// carryAdjustments adds the adjustments prev booked (a draft's) to b and
+// man, with their rows read back from prev's adjustments file.
+func (c *Closer) carryAdjustments(ctx context.Context, b *statement.Builder, man *Manifest, prev *Manifest) ([]report.AdjustmentRow, error) {
+	if len(prev.Adjustments) == 0 {
+		return nil, nil
+	}
+	var info *report.FileInfo
+	for i, f := range prev.Files {
+		if strings.HasPrefix(f.Key, report.MonthManifestPrefix(prev.Month)+adjustmentsBase+"-") {
+			info = &prev.Files[i]
+		}
+	}
+	var rows []report.AdjustmentRow
+	if info != nil {
+		f, n, err := c.Periods.Fetch(ctx, *info, c.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("read the adjustments booked in %s: %w", prev.Month, err)
+		}
+		rows, err = encode.ReadAdjustmentsParquet(f, n)
+		f.Close()
+		os.Remove(f.Name())
+		if err != nil {
+			return nil, fmt.Errorf("read the adjustments booked in %s: %w", prev.Month, err)
+		}
+	}
+	for _, a := range prev.Adjustments {
+		var mine []report.AdjustmentRow
+		for _, r := range rows {
+			if r.PeriodStart.Equal(a.PeriodStart) && int(r.Revision) == a.ToRevision {
+				mine = append(mine, r)
+			}
+		}
+		b.AddAdjustment(report.Period{Start: a.PeriodStart.UTC(), End: a.PeriodEnd.UTC()}, a.PeriodMonth, a.FromRevision, a.ToRevision, a.Reason, mine)
+		man.Adjustments = append(man.Adjustments, a)
+	}
+	return rows, nil
+}
+
+// bookAdjustment books the restatement of period p (of a final month) in
+// month m: the difference between its current revision and the one the
+// statements account for. Each restatement is taken in before the next
+// publication of the period (the close runs after every command that
+// publishes), so the current revision is at most one past the booked one,
+// and its adjustments file is that difference.
+func (c *Closer) bookAdjustment(ctx context.Context, months *monthSet, b *statement.Builder, man *Manifest, p report.Period, m string) ([]report.AdjustmentRow, int, error) {
+	pm := statement.MonthOf(p.Start, c.Loc)
+	booked, err := months.booked(ctx, c, p, pm, statement.Prev(m))
+	if err != nil {
+		return nil, 0, err
+	}
+	booked = max(booked, man.Booked(p.Start))
+	cur, err := c.Periods.Current(ctx, p)
+	if err != nil {
+		return nil, 0, err
+	}
+	if cur.Manifest == nil {
+		return nil, 0, fmt.Errorf("period %s of final month %s has no manifest: run verify --repair", p.Name(), pm)
+	}
+	k := cur.Manifest.Revision
+	switch {
+	case k <= booked:
+		return nil, 0, nil // taken in already
+	case k > booked+1:
+		return nil, 0, fmt.Errorf("period %s is at revision %d, and the statements account for revision %d: "+
+			"the restatements in between were not taken in, so the difference cannot be booked from the period's record", p.Name(), k, booked)
+	}
+	rows, err := c.Periods.PreviousAdjustments(ctx, cur, c.Dir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("period %s: %w", p.Name(), err)
+	}
+	var commission []CurrencyAmount
+	sums := map[string]money.Total{}
+	curs := map[string]money.Currency{}
+	for _, r := range rows {
+		s, _ := sums[r.Currency.Code].Add(r.Commission)
+		sums[r.Currency.Code], curs[r.Currency.Code] = s, r.Currency
+	}
+	for code, t := range sums {
+		commission = append(commission, CurrencyAmount{Currency: code, Amount: curs[code].FormatTotal(t)})
+	}
+	slices.SortFunc(commission, func(x, y CurrencyAmount) int { return cmp.Compare(x.Currency, y.Currency) })
+	e := AdjustmentEntry{PeriodStart: p.Start, PeriodEnd: p.End, PeriodMonth: pm, FromRevision: booked, ToRevision: k,
+		Reason: cur.Manifest.Reason, Key: report.ManifestKey(p), SHA256: report.SHA256Hex(cur.Raw), Commission: commission}
+	b.AddAdjustment(p, pm, booked, k, e.Reason, rows)
+	man.Adjustments = append(man.Adjustments, e)
+	c.Log.Info("prior-period adjustment booked", "month", m, "period", p.Name(), "period_month", pm,
+		"from_revision", booked, "to_revision", k, "reason", e.Reason)
+	return rows, 1, nil
+}
+
+// totals adds up the month's totals per currency.
+func totals(stmts []*statement.Agency) ([]Total, error) {
+	type acc struct {
+		c        money.Currency
+		agencies int64
+		t        statement.Line
+	}
+	byCode := map[string]*acc{}
+	for _, s := range stmts {
+		for _, l := range s.Lines {
+			a := byCode[l.Currency.Code]
+			if a == nil {
+				a = &acc{c: l.Currency}
+				byCode[l.Currency.Code] = a
+			}
+			a.agencies++
+			a.t.PurchaseCount += l.PurchaseCount
+			a.t.RefundCount += l.RefundCount
+			for _, f := range []struct{ dst, src *money.Total }{
+				{&a.t.Gross, &l.Gross}, {&a.t.Refunds, &l.Refunds}, {&a.t.Net, &l.Net}, {&a.t.Commission, &l.Commission},
+				{&a.t.PriorPeriodAdjustments, &l.PriorPeriodAdjustments}, {&a.t.CommissionDue, &l.CommissionDue},
+			} {
+				var ok bool
+				if *f.dst, ok = f.dst.Add(*f.src); !ok {
+					return nil, fmt.Errorf("a %s total overflows 128 bits", l.Currency.Code)
+				}
+			}
+		}
+	}
+	out := make([]Total, 0, len(byCode))
+	for _, a := range byCode {
+		c := a.c
+		out = append(out, Total{Currency: c.Code, Agencies: a.agencies, PurchaseCount: a.t.PurchaseCount, RefundCount: a.t.RefundCount,
+			Gross: c.FormatTotal(a.t.Gross), Refunds: c.FormatTotal(a.t.Refunds), Net: c.FormatTotal(a.t.Net),
+			Commission: c.FormatTotal(a.t.Commission), PriorPeriodAdjustments: c.FormatTotal(a.t.PriorPeriodAdjustments),
+			CommissionDue: c.FormatTotal(a.t.CommissionDue)})
+	}
+	slices.SortFunc(out, func(x, y Total) int { return cmp.Compare(x.Currency, y.Currency) })
+	return out, nil
+}

@@ -1,0 +1,72 @@
+package report
+
+import (
+	"strings"
+
+	"github.com/reportjob/reportjob/internal/keys"
+)
+
+// The monthly statements' layout (package monthclose publishes it). M is a
+// month of statements.timezone, YYYY-MM.
+const (
+	// DatasetStatements holds statements/month=M/statements-H.parquet: every
+	// agency's statement of month M, one row per (agency, currency).
+	DatasetStatements = "statements"
+	// DueStatementsPrefix holds manifests/due/period=P.json: a period whose
+	// publication the statements have not taken in yet. The publisher
+	// writes it before the period's manifest; the close deletes it once the
+	// statements of the period's month (or the month its adjustment is
+	// booked in) are published.
+	DueStatementsPrefix = DirManifests + "/due/"
+	// MonthManifestsPrefix is what every month manifest's key starts with.
+	MonthManifestsPrefix = DirManifests + "/month="
+)
+
+// StatementsPrefix returns "statements/month=M/".
+func StatementsPrefix(month string) string { return DatasetStatements + "/month=" + month + "/" }
+
+// AgencyMonthPrefix returns "agencies/agency=A/month=M/" for an agency id.
+func AgencyMonthPrefix(agency, month string) string {
+	return DirAgencies + "/agency=" + keys.EscapeAgency(agency) + "/month=" + month + "/"
+}
+
+// MonthManifestPrefix returns "manifests/month=M/".
+func MonthManifestPrefix(month string) string { return MonthManifestsPrefix + month + "/" }
+
+// MonthManifestKey returns "manifests/month=M/manifest.json": the commit
+// record of month M's statements.
+func MonthManifestKey(month string) string { return MonthManifestPrefix(month) + "manifest.json" }
+
+// MonthIntentKey returns "manifests/month=M/pending-RUN.json".
+func MonthIntentKey(month, runID string) string {
+	return MonthManifestPrefix(month) + intentPrefix + runID + ".json"
+}
+
+// StatementDueKey returns "manifests/due/period=P.json".
+func StatementDueKey(p Period) string { return DueStatementsPrefix + "period=" + p.Name() + ".json" }
+
+// MonthOfKey returns M of a key under manifests/month=M/, and false for
+// any other key.
+func MonthOfKey(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, MonthManifestsPrefix)
+	if !ok {
+		return "", false
+	}
+	m, _, ok := strings.Cut(rest, "/")
+	return m, ok
+}
+
+// IsStatementKey reports whether key belongs to the monthly statements
+// (statements/, agencies/agency=A/month=M/, manifests/month=M/,
+// manifests/due/) rather than to a period.
+func IsStatementKey(key string) bool {
+	if strings.HasPrefix(key, DatasetStatements+"/") || strings.HasPrefix(key, MonthManifestsPrefix) ||
+		strings.HasPrefix(key, DueStatementsPrefix) {
+		return true
+	}
+	if _, ok := AgencySegment(key); ok {
+		_, rest, _ := strings.Cut(strings.TrimPrefix(key, DirAgencies+"/agency="), "/")
+		return strings.HasPrefix(rest, "month=")
+	}
+	return false
+}
