@@ -309,3 +309,79 @@ func TestCursor(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectsPaging: the rejects of several periods, newest first, a page
+// at a time, every one once; the --agency filter; a cursor of another
+// filter is refused.
+func TestRejectsPaging(t *testing.T) {
+	ctx := context.Background()
+	mem := newMem()
+	f := &fixture{t: t, b: sink.New(mem)}
+	ps := hours(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), 5)
+	var want []string // newest first
+	for i, p := range ps {
+		if i == 2 {
+			f.period(p, 1, true, map[string][]report.LineItem{"acme": {line(p, "acme", 1)}}) // no rejects
+			continue
+		}
+		var body bytes.Buffer
+		var mine []string
+		for n := range 3 {
+			at := p.Start.Add(time.Duration(n) * time.Minute)
+			agency := []string{"acme", "zeta", "acme"}[n]
+			sk := at.Format("2006-01-02T15:04:05") + ".k"
+			fmt.Fprintf(&body, `{"partition_key":"%s","sort_key":"%s","field":"currency","value":"XXQ","reason":"unknown currency","item":{"agency_id":{"S":%q},"transaction_id":{"S":"r-%d-%d"}}}`+"\n",
+				at.Format("200601021504"), sk, agency, i, n)
+			mine = append([]string{fmt.Sprintf("r-%d-%d", i, n)}, mine...)
+		}
+		want = append(mine, want...)
+		key := hashed(report.DatasetPrefix(report.DatasetRejects, p), "rejects", "jsonl", body.Bytes())
+		fi := f.put(key, body.Bytes(), 3)
+		m := &report.Manifest{Job: "j", PeriodStart: p.Start, PeriodEnd: p.End, Revision: 1, Reason: report.ReasonDelivery,
+			ItemsRead: 3, Rejects: 3, Files: []report.FileInfo{fi}}
+		b, _, err := m.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.put(report.ManifestKey(p), b, 0)
+	}
+	r := &Reader{Objects: f.b, Periods: ps}
+	page := func(agency string) []string {
+		var got []string
+		next := ""
+		for {
+			pg, err := r.Rejects(ctx, Query{Agency: agency, Limit: 2, Cursor: next})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rj := range pg.Rows {
+				got = append(got, rj.Attr("transaction_id"))
+			}
+			if next = pg.Next; next == "" {
+				return got
+			}
+		}
+	}
+	if got := page(""); !slices.Equal(got, want) {
+		t.Fatalf("rejects: %v, want %v", got, want)
+	}
+	var acme []string
+	for _, id := range want {
+		if !strings.HasSuffix(id, "-1") {
+			acme = append(acme, id)
+		}
+	}
+	if got := page("acme"); !slices.Equal(got, acme) {
+		t.Fatalf("acme's rejects: %v, want %v", got, acme)
+	}
+	pg, err := r.Rejects(ctx, Query{Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Rejects(ctx, Query{Agency: "acme", Cursor: pg.Next}); !errors.Is(err, ErrBadCursor) {
+		t.Fatalf("a cursor of another filter: %v", err)
+	}
+	if _, err := r.Transactions(ctx, Query{Agency: "acme", Cursor: pg.Next}); !errors.Is(err, ErrBadCursor) {
+		t.Fatalf("a rejects cursor given to transactions: %v", err)
+	}
+}
