@@ -46,16 +46,15 @@ func (h *harness) lkPage(want int, args ...string) ([]lkLine, map[string]any) {
 // (DynamoDB Local applies Time to Live as AWS does).
 func lkBase() time.Time { return time.Now().UTC().Truncate(24 * time.Hour).Add(-72 * time.Hour) }
 
-// lkDates moves the fixtures' dates, written as 2024-03-01..03, to lkBase
-// and the two days after it.
-func lkDates(s string) string {
-	b := lkBase()
+// lkDates returns a function that moves the fixtures' dates, written as
+// 2024-03-01..03, to base and the two days after it.
+func lkDates(base time.Time) func(string) string {
 	var pairs []string
 	for i := range 3 {
-		d := b.Add(time.Duration(i) * 24 * time.Hour)
+		d := base.Add(time.Duration(i) * 24 * time.Hour)
 		pairs = append(pairs, fmt.Sprintf("2024-03-0%d", i+1), d.Format(time.DateOnly), fmt.Sprintf("2024030%d", i+1), d.Format("20060102"))
 	}
-	return strings.NewReplacer(pairs...).Replace(s)
+	return strings.NewReplacer(pairs...).Replace
 }
 
 // mustRunOut runs the CLI, fails unless it exits 0, and returns stdout.
@@ -103,11 +102,12 @@ func TestTransactionsPaging(t *testing.T) {
 }
 
 func testTransactionsPaging(t *testing.T, backend string) {
-	D := lkDates
+	base := lkBase()
+	D := lkDates(base)
 	const agency = "Big Agency/1"
 	h := newHarness(t, harnessOptions{backend: backend, start: D("2024-03-01")})
 	h.mustRun(0, "init")
-	start := lkBase()
+	start := base
 	lines := lkTransactions(agency, "big", 10_000, start, 48*time.Hour)
 	lines = append(lines, lkTransactions("other", "oth", 500, start, 48*time.Hour)...)
 	src := h.writeFile("tx.jsonl", strings.Join(lines, "\n")+"\n")
@@ -240,7 +240,7 @@ func TestTransactionByID(t *testing.T) {
 }
 
 func testTransactionByID(t *testing.T, backend string) {
-	D := lkDates
+	D := lkDates(lkBase())
 	h := newHarness(t, harnessOptions{backend: backend, start: D("2024-03-01")})
 	h.mustRun(0, "init")
 	tx := func(id, amount, at string) string {
