@@ -24,7 +24,12 @@ import (
 // scenario reaches it more than once, at a later one: the fifth hit of the
 // per-period points is the restatement of 02:00 (see crashScenario);
 // after-upload:5 is the fifth object of 03:00; after-checkpoint:2 is the
-// commit of 04:00 and :5 the record of the recheck.
+// commit of 04:00 and :5 the record of the recheck. The month points are
+// the close at the end of the run, which publishes March's statement
+// (revision 2, the first run's close having published revision 1):
+// month-after-upload:4 is its last object (the statements file and each
+// of 3 agencies' file), and the crash leaves the due
+// markers of the run's periods for the rerun's close to take in.
 var crashCases = []string{
 	"after-read:1", "after-read:5",
 	"after-claims:1", "after-claims:5",
@@ -33,6 +38,8 @@ var crashCases = []string{
 	"after-manifest:1", "after-manifest:5",
 	"after-cleanup:1", "after-cleanup:5",
 	"after-checkpoint:1", "after-checkpoint:2", "after-checkpoint:5",
+	"month-after-upload:1", "month-after-upload:4",
+	"month-after-manifest:1", "month-after-cleanup:1", "before-due-delete:1",
 }
 
 // crashConcurrency bounds the cases in flight per stack: the AWS cases

@@ -22,9 +22,10 @@ var (
 	ddbBatch = fp.Ops("BatchWriteItem", "BatchGetItem")
 )
 
-// isManifest: the conditional manifest write (If-None-Match or If-Match).
+// isManifest: the conditional manifest write (If-None-Match or If-Match)
+// of a period (not of a month's statements).
 func isManifest(r *fp.Request) bool {
-	return r.Op == "PutObject" && strings.HasSuffix(r.Key, "/manifest.json")
+	return r.Op == "PutObject" && strings.HasSuffix(r.Key, "/manifest.json") && strings.Contains(r.Key, "/"+report.DirManifests+"/period=")
 }
 
 // The state writes, told apart by their update expressions

@@ -53,7 +53,8 @@ func opsInt(t testing.TB, m map[string]any, key string) int {
 	return int(f)
 }
 
-// opsManifests returns the period end of every manifest in the sink, by key.
+// opsManifests returns the period end of every period manifest in the
+// sink, by key (the months' manifests are checkStatements').
 func opsManifests(h *harness) map[string]time.Time {
 	h.t.Helper()
 	sk := h.sink()
@@ -63,7 +64,7 @@ func opsManifests(h *harness) map[string]time.Time {
 	}
 	out := map[string]time.Time{}
 	for _, o := range infos {
-		if !strings.HasSuffix(o.Key, "/manifest.json") {
+		if !isPeriodManifest(o.Key) {
 			continue
 		}
 		var m report.Manifest
@@ -164,6 +165,11 @@ func TestOpsCatchUp(t *testing.T) {
 	}
 	if ms := opsManifests(h); len(ms) != 25 {
 		t.Errorf("%d manifests, want 25", len(ms))
+	}
+	// March's statement takes in the 25 periods.
+	if ms := checkStatements(h, true); len(ms) != 1 || ms[report.MonthManifestKey("2024-03")] == nil ||
+		len(ms[report.MonthManifestKey("2024-03")].manifest.Periods) != 25 {
+		t.Errorf("statements %v, want March's of 25 periods", ms)
 	}
 }
 
@@ -282,12 +288,18 @@ func TestOpsBackfill(t *testing.T) {
 	}
 	objs := h.objects()
 	for k, sum := range objsAfterRun {
-		if objs[k] != sum {
+		// The statements are republished: checkStatements below.
+		if objs[k] != sum && !report.IsStatementKey(k) {
 			t.Errorf("backfill rewrote %s", k)
 		}
 	}
 	if ms := opsManifests(h); len(ms) != 5 {
 		t.Errorf("%d manifests after backfilling 00:00..05:00, want 5", len(ms))
+	}
+	// The backfill's periods beyond the checkpoint are in March's statement.
+	if ms := checkStatements(h, true); len(ms) != 1 || ms[report.MonthManifestKey("2024-03")] == nil ||
+		len(ms[report.MonthManifestKey("2024-03")].manifest.Periods) != 5 {
+		t.Errorf("statements %v, want March's of 5 periods", ms)
 	}
 	// The next run carries on from the checkpoint, not from the backfill.
 	if sum := h.mustRun(exitOK, "run", "--now", now); sum["first_period"] != "2024-03-01T03:00:00Z" || opsInt(t, sum, "periods_processed") != 3 {
