@@ -143,7 +143,7 @@ func TestBoundaryLeapDay(t *testing.T) {
 	}
 	// February's statement (statements.timezone UTC) ends with the leap
 	// day and is built from the same 26 periods; March has none yet.
-	months := checkStatements(h, true)
+	months := checkStatements(h)
 	feb := months[report.MonthManifestKey("2024-02")]
 	if len(months) != 1 || feb == nil || feb.manifest.Status != "draft" || len(feb.manifest.Periods) != 26 ||
 		!feb.manifest.MonthStart.Equal(bTime("2024-02-01T00:00:00Z")) || !feb.manifest.MonthEnd.Equal(bTime("2024-03-01T00:00:00Z")) ||

@@ -174,7 +174,8 @@ func (r *ccRun) bin(args ...string) procOut {
 	return procRun(r.t, r.binPath, r.h, nil, args...)
 }
 
-// manifests reads every manifest of the sink, by key.
+// manifests reads every period manifest of the sink, by key (the months'
+// are checkFinal's).
 func (r *ccRun) manifests() map[string]*report.Manifest {
 	t := r.t
 	sk := r.h.sink()
@@ -184,7 +185,7 @@ func (r *ccRun) manifests() map[string]*report.Manifest {
 	}
 	out := map[string]*report.Manifest{}
 	for _, o := range infos {
-		if !strings.HasSuffix(o.Key, "/manifest.json") {
+		if !isPeriodManifest(o.Key) {
 			continue
 		}
 		m, err := report.ParseManifest(r.h.read(sk, o.Key))

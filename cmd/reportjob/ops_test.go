@@ -14,6 +14,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/keys"
+	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -41,6 +42,38 @@ func opsSummaries(t testing.TB, stdout, cmd string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// opsOnlyMonth returns the one month of months (nil-safe: an empty
+// statement when there is not exactly one).
+func opsOnlyMonth(months map[string]*monthStatement) *monthStatement {
+	if len(months) == 1 {
+		for _, m := range months {
+			return m
+		}
+	}
+	return &monthStatement{manifest: &monthclose.Manifest{}}
+}
+
+// statementsOf checks h's statements (checkStatements, after a completed
+// run) and that they take in n periods in all, each once.
+func statementsOf(h *harness, n int) {
+	h.t.Helper()
+	months := checkStatements(h)
+	seen := map[string]int{}
+	for _, ms := range months {
+		for _, p := range ms.manifest.Periods {
+			seen[p.Key]++
+		}
+	}
+	if len(seen) != n {
+		h.t.Errorf("statements take in %d periods, want %d: %v", len(seen), n, months)
+	}
+	for k, c := range seen {
+		if c != 1 {
+			h.t.Errorf("period %s is in %d statements", k, c)
+		}
+	}
 }
 
 // opsInt reads a JSON number field as an int.
@@ -167,7 +200,7 @@ func TestOpsCatchUp(t *testing.T) {
 		t.Errorf("%d manifests, want 25", len(ms))
 	}
 	// March's statement takes in the 25 periods.
-	if ms := checkStatements(h, true); len(ms) != 1 || ms[report.MonthManifestKey("2024-03")] == nil ||
+	if ms := checkStatements(h); len(ms) != 1 || ms[report.MonthManifestKey("2024-03")] == nil ||
 		len(ms[report.MonthManifestKey("2024-03")].manifest.Periods) != 25 {
 		t.Errorf("statements %v, want March's of 25 periods", ms)
 	}
@@ -296,15 +329,21 @@ func TestOpsBackfill(t *testing.T) {
 	if ms := opsManifests(h); len(ms) != 5 {
 		t.Errorf("%d manifests after backfilling 00:00..05:00, want 5", len(ms))
 	}
-	// The backfill's periods beyond the checkpoint are in March's statement.
-	if ms := checkStatements(h, true); len(ms) != 1 || ms[report.MonthManifestKey("2024-03")] == nil ||
-		len(ms[report.MonthManifestKey("2024-03")].manifest.Periods) != 5 {
-		t.Errorf("statements %v, want March's of 5 periods", ms)
+	// March's statement takes in the periods up to the checkpoint; the
+	// backfilled 03:00 and 04:00 beyond it wait, due, for the checkpoint.
+	at := func(h int) report.Period {
+		start := opsTime("2024-03-01T00:00:00Z").Add(time.Duration(h) * time.Hour)
+		return report.Period{Start: start, End: start.Add(time.Hour)}
+	}
+	if ms := checkStatements(h, report.StatementDueKey(at(3)), report.StatementDueKey(at(4))); len(opsOnlyMonth(ms).manifest.Periods) != 3 {
+		t.Errorf("statements after the backfill %v, want March's of 3 periods", ms)
 	}
 	// The next run carries on from the checkpoint, not from the backfill.
 	if sum := h.mustRun(exitOK, "run", "--now", now); sum["first_period"] != "2024-03-01T03:00:00Z" || opsInt(t, sum, "periods_processed") != 3 {
 		t.Errorf("run after backfill: %v", sum)
 	}
+	// Its close takes in the 6 periods; no due marker is left.
+	statementsOf(h, 6)
 }
 
 // TestOpsStatusJSON checks the fields of status --json before any run,
