@@ -385,6 +385,21 @@ func (r *ccRun) checkFinal() {
 				cur, w, s, m, strings.Join(breakdown, "\n    "))
 		}
 	}
+	// The statements: over every month, the commission due (the month's
+	// own periods plus the prior-period adjustments booked in it) adds up
+	// to each currency's commission.
+	statements := map[string]*ccTotals{}
+	for _, ms := range snap.months {
+		for _, tot := range ms.manifest.Totals {
+			ccTotalsOf(statements, tot.Currency).add(0, new(big.Int), ccDecimal4(t, tot.CommissionDue))
+		}
+	}
+	for _, cur := range sortedKeys(want) {
+		if got := ccTotalsOf(statements, cur).commission; got.Cmp(want[cur].commission) != 0 {
+			t.Errorf("%s: the statements' commission due adds up to %s, the items' commission is %s:\n%v",
+				cur, decimal4(got), decimal4(want[cur].commission), snap.months)
+		}
+	}
 	for cur, s := range summaries {
 		if want[cur] == nil {
 			t.Errorf("%s billed (%s) but no item is in %s", cur, s, cur)
