@@ -76,6 +76,35 @@ func statementsOf(h *harness, n int) {
 	}
 }
 
+// opsStoppedStatements checks the statements after a schedule stopped by
+// a signal, n periods delivered in all. The run stopped at the signal
+// skips its close (job.Run: a stopped run ends at once), leaving the due
+// markers of what it delivered: each of the n periods is in a statement
+// or has its due marker. One more run's close takes them in: its periods
+// and the n are in the statements, no due marker left.
+func opsStoppedStatements(h *harness, n int) {
+	h.t.Helper()
+	objs := h.objects()
+	var due []string
+	covered := map[string]bool{}
+	for k := range objs {
+		if name, ok := strings.CutPrefix(k, report.DueStatementsPrefix+"period="); ok {
+			due = append(due, k)
+			covered[strings.TrimSuffix(name, ".json")] = true
+		}
+	}
+	for _, ms := range checkStatements(h, due...) {
+		for _, p := range ms.manifest.Periods {
+			covered[report.Period{Start: p.Start, End: p.End}.Name()] = true
+		}
+	}
+	if len(covered) != n {
+		h.t.Errorf("after the stop, %d periods in the statements or due (%v), want %d", len(covered), due, n)
+	}
+	sum := h.mustRun(exitOK, "run", "--now", time.Now().UTC().Format(time.RFC3339))
+	statementsOf(h, n+opsInt(h.t, sum, "periods_processed"))
+}
+
 // opsInt reads a JSON number field as an int.
 func opsInt(t testing.TB, m map[string]any, key string) int {
 	t.Helper()
