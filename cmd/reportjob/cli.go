@@ -56,7 +56,8 @@ func exitCode(err error) int {
 	case errors.Is(err, errDiffers):
 		return exitDiffers
 	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, job.ErrBadRange),
-		errors.Is(err, job.ErrClockAhead), errors.Is(err, monthclose.ErrNotClosable):
+		errors.Is(err, job.ErrClockAhead), errors.Is(err, monthclose.ErrNotClosable),
+		errors.Is(err, monthclose.ErrZoneChanged):
 		return exitUsage
 	case errors.Is(err, checkpoint.ErrLeaseHeld), errors.Is(err, embedded.ErrLocked):
 		return exitLeaseHeld

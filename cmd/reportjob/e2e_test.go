@@ -129,11 +129,12 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-// datasetKeys returns the keys of objs under dataset/, sorted.
+// datasetKeys returns the keys of objs under dataset/, sorted, but the
+// monthly statements' (stIsMonthKey: checked by stCheckObjects).
 func datasetKeys(objs map[string]string, dataset string) []string {
 	var out []string
 	for k := range objs {
-		if strings.HasPrefix(k, dataset+"/") {
+		if strings.HasPrefix(k, dataset+"/") && !stIsMonthKey(k) {
 			out = append(out, k)
 		}
 	}

@@ -228,7 +228,7 @@ func (s *faultSuite) inspect(job string, strict bool, ref *jobState, periods []r
 	}
 	js := jobState{objects: map[string]string{}, statements: map[string]string{}, index: map[string][]string{}}
 	var problems []string
-	stmtObjs := map[string]string{} // key -> sha256
+	stmtObjs := map[string]string{} // key -> sha256: the statements' objects and the period manifests
 	intents := map[string]bool{}    // period names
 	var manifests []string
 	for _, o := range infos {
@@ -262,6 +262,8 @@ func (s *faultSuite) inspect(job string, strict bool, ref *jobState, periods []r
 		raw := s.h.read(b.Bucket, key)
 		sum := sha256.Sum256(normaliseManifest(s.t, raw))
 		js.objects[key] = hex.EncodeToString(sum[:])
+		rawSum := sha256.Sum256(raw)
+		stmtObjs[key] = hex.EncodeToString(rawSum[:]) // what a draft's periods name
 		m, err := report.ParseManifest(raw)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", key, err))

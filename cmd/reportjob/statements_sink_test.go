@@ -85,8 +85,9 @@ func readStatements(t testing.TB, objects map[string]string, read func(key strin
 //   - every other statement object is listed by its month's manifest or,
 //     unless completed, lies in a month an intent covers (a close cut
 //     short, which the next run's close cleans up);
-//   - with completed (the last run finished): no month intent and no due
-//     marker is left.
+//   - with completed (the last command finished): no month intent and no
+//     due marker is left, and each draft is built from the latest revision
+//     of each of its periods.
 func statementProblems(objects map[string]string, months map[string]*monthStatement, completed bool) []string {
 	var problems []string
 	listed := map[string]string{}
@@ -116,6 +117,17 @@ func statementProblems(objects map[string]string, months map[string]*monthStatem
 		}
 		if statements != 1 {
 			problems = append(problems, fmt.Sprintf("%s lists %d statements files, want 1", mk, statements))
+		}
+		if !completed || m.Final() {
+			continue
+		}
+		// A draft is brought up to date by every command that completes:
+		// it is built from the latest revision of each period.
+		for _, p := range m.Periods {
+			if got := objects[p.Key]; got != p.SHA256 {
+				problems = append(problems, fmt.Sprintf("draft %s was built from %s revision %d (sha256 %.12s), the period's manifest is now %.12s",
+					m.Month, p.Key, p.Revision, p.SHA256, got))
+			}
 		}
 	}
 	for key, sum := range objects {

@@ -40,6 +40,20 @@ type Renderer func(w io.Writer, s *statement.Agency) error
 // Formats are the per-agency statement files (statements.agency_files).
 type Formats struct{ PDF, CSV, Parquet bool }
 
+// names returns the formats as statements.agency_files lists them.
+func (f Formats) names() []string {
+	out := []string{}
+	for _, x := range []struct {
+		on   bool
+		name string
+	}{{f.PDF, "pdf"}, {f.CSV, "csv"}, {f.Parquet, "parquet"}} {
+		if x.on {
+			out = append(out, x.name)
+		}
+	}
+	return out
+}
+
 // Closer runs the close of one job's statements in one sink.
 type Closer struct {
 	// Periods reads the period manifests and files (its Bucket is the sink).
