@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
@@ -137,11 +136,30 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 }
 
 func (c *cli) runJob(ctx context.Context, opts job.RunOptions) (job.Result, error) {
+	// Refusals come before anything is created: no store file, no sink
+	// folder.
+	if storeMissing(c.cfg) && !opts.Backfill && c.cfg.Report.Start.IsZero() {
+		return job.Result{}, report.ErrNoStart
+	}
 	st, err := openStore(ctx, c)
 	if err != nil {
 		return job.Result{}, err
 	}
 	defer st.close()
+	if !opts.Backfill {
+		state, err := st.Load(ctx, c.cfg.JobName)
+		if err != nil {
+			return job.Result{}, err
+		}
+		if state.Checkpoint.IsZero() && c.cfg.Report.Start.IsZero() {
+			return job.Result{}, report.ErrNoStart
+		}
+		if neverRan(state) {
+			if err := c.refuseFirstRun(ctx); err != nil {
+				return job.Result{}, err
+			}
+		}
+	}
 	b, err := openBucket(ctx, c)
 	if err != nil {
 		return job.Result{}, err
@@ -149,9 +167,7 @@ func (c *cli) runJob(ctx context.Context, opts job.RunOptions) (job.Result, erro
 	j := c.newJob(st, b, nil)
 	opts.Progress = c.progress()
 	res, err := j.Run(ctx, opts)
-	if isTerminal(c.stderr) {
-		fmt.Fprintln(c.stderr)
-	}
+	c.bar.clear()
 	if opts.DryRun {
 		for _, pr := range res.Periods {
 			c.printDryRun(b, pr)
@@ -174,12 +190,8 @@ func (c *cli) printDryRun(b *bucket, pr job.PeriodResult) {
 }
 
 func (c *cli) progress() func(i, n int, what string, p report.Period) {
-	if isTerminal(c.stderr) {
-		return func(i, n int, what string, p report.Period) {
-			const width = 30
-			done := width * i / max(n, 1)
-			fmt.Fprintf(c.stderr, "\r[%s%s] %s %d/%d %s ", strings.Repeat("#", done), strings.Repeat(".", width-done), what, i+1, n, p.Name())
-		}
+	if c.bar != nil {
+		return c.bar.set
 	}
 	return func(i, n int, what string, p report.Period) {
 		c.log.Info("building "+what, job.LogPeriod, p.Name(), "n", i+1, "of", n)
