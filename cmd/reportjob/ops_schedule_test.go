@@ -73,6 +73,7 @@ func TestOpsScheduleInProcess(t *testing.T) {
 	if len(ms) != processed || maxEnd.Format(time.RFC3339) != wantCP {
 		t.Errorf("%d manifests, last ending %s; want %d ending at the checkpoint %s", len(ms), maxEnd, processed, wantCP)
 	}
+	opsStoppedStatements(h, processed)
 }
 
 // opsBuffer is a bytes.Buffer safe for concurrent use.
