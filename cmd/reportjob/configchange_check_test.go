@@ -184,7 +184,7 @@ func (r *ccRun) manifests() map[string]*report.Manifest {
 	}
 	out := map[string]*report.Manifest{}
 	for _, o := range infos {
-		if !strings.HasSuffix(o.Key, "/manifest.json") {
+		if !strings.HasSuffix(o.Key, "/manifest.json") || stIsMonthKey(o.Key) {
 			continue
 		}
 		m, err := report.ParseManifest(r.h.read(sk, o.Key))

@@ -223,6 +223,9 @@ func (s *faultSuite) inspect(job string, strict bool, ref *jobState, periods []r
 	var manifests []string
 	for _, o := range infos {
 		switch {
+		case stIsMonthKey(o.Key):
+			// The monthly statements' objects: TestStatementsCrashPoints and
+			// stCheckObjects check them.
 		case strings.HasSuffix(o.Key, "/manifest.json"):
 			manifests = append(manifests, o.Key)
 		case report.IsIntentKey(o.Key):

@@ -63,7 +63,7 @@ func opsManifests(h *harness) map[string]time.Time {
 	}
 	out := map[string]time.Time{}
 	for _, o := range infos {
-		if !strings.HasSuffix(o.Key, "/manifest.json") {
+		if !strings.HasSuffix(o.Key, "/manifest.json") || stIsMonthKey(o.Key) {
 			continue
 		}
 		var m report.Manifest
