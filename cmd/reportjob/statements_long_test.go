@@ -15,14 +15,16 @@ import (
 )
 
 // TestStatementsLongMemory (RJTEST_LONG=1): a month (January in
-// Africa/Lagos: 744 hourly periods) of 1,000 agencies, one transaction
-// each a day, and one agency ("whale") of 100,000 transactions, on the
-// embedded stack through the binary; then `statement --close --month
-// 2026-01` rebuilds and finalises the month alone. The same month with a
-// whale of 1,000 transactions is the control. The close reads the period
-// summaries, never the line items: its peak memory (getrusage maxrss of
-// the process) must not grow with the whale's transactions. It prints the
-// times and peaks:
+// Africa/Lagos: 744 hourly periods; the run delivers 745, the last one
+// February's first) of 1,000 agencies, one transaction each a day, and one
+// agency ("whale") of 100,000 transactions, on the embedded stack through
+// the binary; then `statement --close --month 2026-01` rebuilds and
+// finalises the month alone. The periods are delivered without line items
+// or per-agency period files (report.line_items: false, agency_files: []):
+// the close reads neither. The same month with a whale of 1,000
+// transactions is the control. The close reads the period summaries, never
+// the line items: its peak memory (getrusage maxrss of the process) must
+// not grow with the whale's transactions. It prints the times and peaks:
 //
 //	RJTEST_LONG=1 go test ./cmd/reportjob -run TestStatementsLongMemory -v -timeout 60m
 func TestStatementsLongMemory(t *testing.T) {
@@ -39,7 +41,7 @@ func TestStatementsLongMemory(t *testing.T) {
 	var results []result
 	for _, whale := range []int{1_000, 100_000} {
 		h := newHarness(t, harnessOptions{start: "2025-12-31T23:00:00Z",
-			extra: "  recheck_after: [1h]\n  max_periods_per_run: 1000",
+			extra: "  recheck_after: [1h]\n  max_periods_per_run: 1000\n  line_items: false\n  agency_files: []",
 			top:   e2eCommissionYAML + "\nstatements: {timezone: " + stZone + ", close_after: 3d, agency_files: [csv, parquet]}"})
 		r := &stRunner{t: t, h: h, bin: bin}
 		r.cli(0, "init")
@@ -50,7 +52,7 @@ func TestStatementsLongMemory(t *testing.T) {
 		r.cli(0, "ingest", "--file", file, "--now", "2026-02-01T00:05:00Z", "--allow-late")
 		res.ingest = time.Since(started)
 		sum, took, rss := stTimed(t, bin, h, "run", "--now", "2026-02-01T00:05:00Z")
-		if sum["periods_processed"] != float64(744) {
+		if sum["periods_processed"] != float64(745) {
 			t.Fatalf("run: %v", sum)
 		}
 		res.run, res.runMaxRSS = took, rss
