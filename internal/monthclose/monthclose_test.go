@@ -412,3 +412,50 @@ func TestCloseRules(t *testing.T) {
 		t.Error("month 2026-1 accepted")
 	}
 }
+
+// day returns the d-th daily period from 2026-01-01 (UTC).
+func day(d int) report.Period {
+	s := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, d)
+	return report.Period{Start: s, End: s.AddDate(0, 0, 1)}
+}
+
+// A restatement of a period whose month is final is booked in the next
+// month that is NOT final, past a final one: daily periods in UTC,
+// January and February closed early, then a January and a February
+// period restated: both are booked in March (which has no period yet),
+// and neither final month changes.
+func TestAdjustmentSkipsFinalMonths(t *testing.T) {
+	f := newFixture(t)
+	f.c.Loc = time.UTC
+	f.rec.Grid = report.Grid{Start: day(0).Start, Period: 24 * time.Hour}
+	for d := 0; d < 31; d++ {
+		f.publish(day(d), report.ReasonDelivery, map[string]int64{"acme": 100})
+	}
+	f.mustUpdate(day(31).Start, "2026-01")
+	for d := 31; d < 59; d++ {
+		f.publish(day(d), report.ReasonDelivery, map[string]int64{"acme": 200})
+	}
+	f.mustUpdate(day(59).Start, "2026-02")
+	jan, feb := f.raw(report.MonthManifestKey("2026-01")), f.raw(report.MonthManifestKey("2026-02"))
+	if st := f.statement("2026-02"); st.Manifest.Status != "final" || due(st, "acme") != "56.00/0.00/56.00" {
+		t.Fatalf("February: %s %s", st.Manifest.Status, due(st, "acme"))
+	}
+	f.publish(day(3), report.ReasonRecheck, map[string]int64{"acme": 130})
+	f.publish(day(40), report.ReasonBackfill, map[string]int64{"acme": 150})
+	res := f.mustUpdate(day(59).Start, "")
+	if res.Adjustments != 2 {
+		t.Fatalf("Update: %+v, want 2 adjustments", res)
+	}
+	mar := f.statement("2026-03")
+	if mar.Manifest.Status != "draft" || due(mar, "acme") != "0.00/-0.20/-0.20" || len(mar.Manifest.Adjustments) != 2 {
+		t.Fatalf("March: %s %s %+v", mar.Manifest.Status, due(mar, "acme"), mar.Manifest.Adjustments)
+	}
+	for i, want := range []string{"2026-01", "2026-02"} {
+		if a := mar.Manifest.Adjustments[i]; a.PeriodMonth != want || a.FromRevision != 1 || a.ToRevision != 2 {
+			t.Errorf("March adjustment %d: %+v, want one of %s 1 -> 2", i, a, want)
+		}
+	}
+	if f.raw(report.MonthManifestKey("2026-01")) != jan || f.raw(report.MonthManifestKey("2026-02")) != feb {
+		t.Error("a final month changed")
+	}
+}
