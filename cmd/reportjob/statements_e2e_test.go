@@ -28,6 +28,7 @@ import (
 //	step 4  statement --close 2026-01 January final, early (its 1d rechecks are still owed)
 //	step 5  late items into 10:00Z    its 1d recheck restates it after the close: booked in February (recheck, 1 -> 2)
 //	step 6  late items into 21:00Z and 05:00Z: the recheck (2 -> 3) and a backfill (1 -> 2), both booked in February
+//	step 6b verify --repair restores a lost object of a January period: nothing booked, no month changes
 //	step 7  a run with nothing due    nothing changes
 //
 // After every step: the invariant (statements vs. the latest revision of
@@ -296,6 +297,28 @@ func stScenario(t *testing.T, h *harness) {
 		{"2026-01-31T21:00:00Z", 2, 3, "recheck"},
 	})
 	r.check("step 6")
+
+	// verify --repair of a period of the final January (an object of
+	// 10:00Z's revision 2 lost) restores it without a new revision: no
+	// adjustment is booked, no month changes.
+	feb2 := r.h.read(r.h.sink(), report.MonthManifestKey("2026-02"))
+	var victim string
+	for k := range h.objects() {
+		if strings.HasPrefix(k, "agencies/agency=acme/period=20260131T1000Z/") {
+			victim = k
+		}
+	}
+	if err := h.sink().Delete(t.Context(), victim); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := r.cli(exitDiffers, "verify", "--from", "2026-01-31T10:00:00Z", "--to", "2026-01-31T11:00:00Z", "--repair",
+		"--now", "2026-02-01T22:12:00Z"); v["repaired"] != float64(1) {
+		t.Fatalf("verify --repair: %v", v)
+	}
+	if got := r.h.read(r.h.sink(), report.MonthManifestKey("2026-02")); string(got) != string(feb2) {
+		t.Errorf("a repair that restored an object changed February's statements")
+	}
+	r.check("step 6b")
 
 	// Step 7: nothing due, nothing changes.
 	before := h.objects()
