@@ -459,3 +459,24 @@ func TestAdjustmentSkipsFinalMonths(t *testing.T) {
 		t.Error("a final month changed")
 	}
 }
+
+// Regression: a month whose statement is first published after its close
+// time (a run catching up on it, or delivering its last period late) is
+// issued final at once, revision 1, rather than as a draft that only the
+// next run makes final. (Closability used to be decided only for months
+// that already had a statement when the close started.)
+func TestFirstPublicationAfterCloseTimeIsFinal(t *testing.T) {
+	f := newFixture(t)
+	for h := 0; h < 24; h++ {
+		f.publish(hour(h), report.ReasonDelivery, map[string]int64{"acme": 100})
+	}
+	res := f.mustUpdate(hour(25).Start, "") // 2026-02-01T01:00Z: January ended 23:00Z, close_after 1h
+	jan, feb := f.statement("2026-01"), f.statement("2026-02")
+	if res.Closed != 1 || jan.Manifest.Status != "final" || jan.Manifest.StatementRevision != 1 || jan.Manifest.Reason != monthclose.ReasonClose {
+		t.Fatalf("January: %+v: %s revision %d reason %q, want final revision 1 (close)", res, jan.Manifest.Status,
+			jan.Manifest.StatementRevision, jan.Manifest.Reason)
+	}
+	if feb.Manifest.Status != "draft" || due(feb, "acme") != "1.00/0.00/1.00" {
+		t.Fatalf("February: %s %s", feb.Manifest.Status, due(feb, "acme"))
+	}
+}
