@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -56,7 +55,8 @@ func exitCode(err error) int {
 	case errors.Is(err, errDiffers):
 		return exitDiffers
 	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, job.ErrBadRange),
-		errors.Is(err, job.ErrClockAhead), errors.Is(err, monthclose.ErrNotClosable):
+		errors.Is(err, job.ErrClockAhead), errors.Is(err, monthclose.ErrNotClosable),
+		errors.Is(err, monthclose.ErrZoneChanged), errors.Is(err, errSinkHasPeriods):
 		return exitUsage
 	case errors.Is(err, checkpoint.ErrLeaseHeld), errors.Is(err, embedded.ErrLocked):
 		return exitLeaseHeld
@@ -73,9 +73,16 @@ type cli struct {
 	stderr io.Writer
 	log    *slog.Logger // base with the job and run id
 	base   *slog.Logger
+	// bar is the progress bar when stderr is a terminal, else nil; logOut
+	// is where logs go: the bar (which keeps them off its line) or stderr.
+	bar    *progressBar
+	logOut io.Writer
 	runID  string
 	// printed is set once the command has printed its JSON summary line.
 	printed bool
+	// allowNewStore lets openStore create the embedded file over a sink
+	// that holds periods (init: creating it is what it is for).
+	allowNewStore bool
 }
 
 type command struct {
@@ -114,14 +121,16 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	fs.Usage = func() { usage(stderr) }
 	configPath := fs.String("config", "", "config file (default ./config.yaml, env REPORTJOB_CONFIG)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		printFailure(stdout, "", "", "", err)
 		return exitUsage
 	}
 	if fs.NArg() == 0 {
 		usage(stderr)
+		printFailure(stdout, "", "", "", usagef("no command"))
 		return exitUsage
 	}
 	name := fs.Arg(0)
@@ -136,8 +145,17 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if cmd == nil {
-		fmt.Fprintf(stderr, "reportjob: unknown command %q\n\n", name)
+		var names []string
+		for _, c := range commands() {
+			names = append(names, c.name)
+		}
+		err := usagef("unknown command %q", name)
+		if best := config.Closest(name, names); best != "" {
+			err = usagef("unknown command %q; did you mean %s?", name, best)
+		}
+		fmt.Fprintf(stderr, "reportjob: %v\n\n", err)
 		usage(stderr)
+		printFailure(stdout, name, "", "", err)
 		return exitUsage
 	}
 
@@ -153,8 +171,12 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		printFailure(stdout, name, "", "", err)
 		return exitCode(err)
 	}
-	c := &cli{cfg: cfg, env: env, stdout: stdout, stderr: stderr, runID: newRunID()}
-	c.base = newLogger(cfg, stderr)
+	c := &cli{cfg: cfg, env: env, stdout: stdout, stderr: stderr, runID: newRunID(), logOut: stderr}
+	if isTerminal(stderr) {
+		c.bar = newProgressBar(stderr)
+		c.logOut = c.bar
+	}
+	c.base = newLogger(cfg, c.logOut, c.bar != nil)
 	c.log = c.base.With(job.LogJob, cfg.JobName, job.LogRunID, c.runID)
 	err = cmd.run(ctx, c, fs.Args()[1:])
 	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) {
@@ -172,22 +194,18 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 // printFailure prints the summary line of a command that failed before it
 // could print its own (bad flags or config, a store that cannot be opened).
 func printFailure(w io.Writer, command, job, runID string, err error) {
+	b, _ := json.Marshal(map[string]string{"command": command, "job": job, "run_id": runID, "status": failureStatus(err), "error": err.Error()})
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// failureStatus is the summary status of a command that failed with err:
+// bad_usage (exit 2), lease_held (3), differs (4) or failed (1).
+func failureStatus(err error) string {
 	status := map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held", exitDiffers: "differs"}[exitCode(err)]
 	if status == "" {
 		status = "failed"
 	}
-	b, _ := json.Marshal(map[string]string{"command": command, "job": job, "run_id": runID, "status": status, "error": err.Error()})
-	fmt.Fprintf(w, "%s\n", b)
-}
-
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Log.Level)) // validated by loadConfig
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.Log.Format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return status
 }
 
 func newRunID() string {
@@ -224,14 +242,40 @@ func newFlags(c *cli, name string) *flag.FlagSet {
 	return fs
 }
 
+// parseFlags parses args with fs. On an error it prints the error, with
+// the closest flag for an unknown one ("did you mean --dry-run?"), and the
+// usage to fs's output; -h prints the usage and returns flag.ErrHelp.
+// The top-level flag set (named "reportjob") may leave arguments: the
+// command and its own.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	// The error and the usage are printed below, the error with its
+	// suggestion.
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
+	case err != nil:
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			if best := config.Closest(strings.TrimPrefix(name, "-"), names); best != "" {
+				msg += "; did you mean --" + best + "?"
+			}
 		}
-		return &usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
+		if fs.Name() != "reportjob" {
+			msg = fs.Name() + ": " + msg
+		}
+		fmt.Fprintf(out, "reportjob: %s\n", msg)
+		fs.Usage()
+		return &usageError{msg}
+	case fs.NArg() > 0 && fs.Name() != "reportjob":
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
 	return nil
@@ -272,14 +316,4 @@ func cmdVersion(ctx context.Context, c *cli, args []string) error {
 	}
 	c.printJSON(map[string]string{"command": "version", "version": version})
 	return nil
-}
-
-// isTerminal reports whether w is a terminal (for the progress bar).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -54,7 +55,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	if cfg.Log.Level != "debug" {
 		// The table is the demo's output: keep the per-period log lines out of it.
 		cfg.Log.Level = "warn"
-		dc.log = newLogger(&cfg, c.stderr).With("job", cfg.JobName, "run_id", c.runID)
+		dc.log = newLogger(&cfg, c.logOut, c.bar != nil).With("job", cfg.JobName, "run_id", c.runID)
 	}
 
 	started := time.Now()
@@ -92,6 +93,13 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	if len(res.Periods) > 0 {
 		fmt.Fprintf(c.stdout, "first manifest: %s\n", b.path(report.ManifestKey(res.Periods[0].Period)))
 	}
+	for _, mr := range res.Statements.Months {
+		where, err := demoStatement(ctx, j, b, mr.Month)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.stdout, "statements of %s (%s, revision %d): %d agencies; %s\n", mr.Month, mr.Status, mr.Revision, mr.Agencies, where)
+	}
 	fmt.Fprintf(c.stdout, "query it: scripts/query.sh \"SELECT currency, sum(commission_amount) FROM read_parquet('%s/summary/*/*.parquet') GROUP BY 1 ORDER BY 1\"\n", abs)
 	c.printJSON(map[string]any{
 		"command": "demo", "status": "ok", "dir": *dir, "day": day.Format(time.DateOnly),
@@ -99,6 +107,35 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 		"ingest_ms": ingested.Milliseconds(), "duration_ms": time.Since(started).Milliseconds(),
 	})
 	return nil
+}
+
+// demoStatement says where one agency's statement of month m is: the
+// first PDF the month manifest lists of an agency whose id needs no
+// escaping (a CSV when PDFs are off).
+func demoStatement(ctx context.Context, j *job.Job, b *bucket, m string) (string, error) {
+	dir, err := os.MkdirTemp("", "reportjob-demo-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	st, err := j.Reader(dir).Read(ctx, m)
+	if err != nil {
+		return "", err
+	}
+	var csv string
+	for _, f := range st.Manifest.Files {
+		switch {
+		case !strings.HasPrefix(f.Key, report.DirAgencies+"/") || strings.Contains(f.Key, "%"):
+		case strings.HasSuffix(f.Key, ".pdf"):
+			return "one agency's PDF: " + b.path(f.Key), nil
+		case strings.HasSuffix(f.Key, ".csv") && csv == "":
+			csv = f.Key
+		}
+	}
+	if csv != "" {
+		return "one agency's statement: " + b.path(csv), nil
+	}
+	return "manifest: " + b.path(report.MonthManifestKey(m)), nil
 }
 
 // resetDemoDir empties dir if the demo made it, and refuses any other

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
@@ -39,10 +38,14 @@ type runSummary struct {
 	RechecksFailed    int    `json:"rechecks_failed,omitempty"` // still owed: the next run retries them
 	Restated          int    `json:"restated"`
 	LateItems         int64  `json:"late_items"`
-	DurationMS        int64  `json:"duration_ms"`
-	LeaseHolder       string `json:"lease_holder,omitempty"`
-	LeaseExpires      string `json:"lease_expires,omitempty"`
-	Error             string `json:"error,omitempty"`
+	// The monthly close at the end of the run.
+	StatementsIssued       int    `json:"statements_issued"`
+	MonthsClosed           int    `json:"months_closed,omitempty"`
+	PriorPeriodAdjustments int    `json:"prior_period_adjustments,omitempty"`
+	DurationMS             int64  `json:"duration_ms"`
+	LeaseHolder            string `json:"lease_holder,omitempty"`
+	LeaseExpires           string `json:"lease_expires,omitempty"`
+	Error                  string `json:"error,omitempty"`
 }
 
 func cmdRun(ctx context.Context, c *cli, args []string) error {
@@ -106,9 +109,10 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 			sum.LateItems += max(pr.Manifest.ItemsRead-pr.Previous.ItemsRead, 0)
 		}
 	}
+	sum.StatementsIssued, sum.MonthsClosed, sum.PriorPeriodAdjustments = len(res.Statements.Months), res.Statements.Closed, res.Statements.Adjustments
 	var held *checkpoint.HeldError
 	switch {
-	case err == nil && len(res.Periods) == 0 && len(res.Rechecks) == 0:
+	case err == nil && len(res.Periods) == 0 && len(res.Rechecks) == 0 && len(res.Statements.Months) == 0:
 		sum.Status = "nothing_due"
 	case err == nil:
 		sum.Status = "ok"
@@ -132,11 +136,30 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 }
 
 func (c *cli) runJob(ctx context.Context, opts job.RunOptions) (job.Result, error) {
+	// Refusals come before anything is created: no store file, no sink
+	// folder.
+	if storeMissing(c.cfg) && !opts.Backfill && c.cfg.Report.Start.IsZero() {
+		return job.Result{}, report.ErrNoStart
+	}
 	st, err := openStore(ctx, c)
 	if err != nil {
 		return job.Result{}, err
 	}
 	defer st.close()
+	if !opts.Backfill {
+		state, err := st.Load(ctx, c.cfg.JobName)
+		if err != nil {
+			return job.Result{}, err
+		}
+		if state.Checkpoint.IsZero() && c.cfg.Report.Start.IsZero() {
+			return job.Result{}, report.ErrNoStart
+		}
+		if neverRan(state) {
+			if err := c.refuseFirstRun(ctx); err != nil {
+				return job.Result{}, err
+			}
+		}
+	}
 	b, err := openBucket(ctx, c)
 	if err != nil {
 		return job.Result{}, err
@@ -144,9 +167,7 @@ func (c *cli) runJob(ctx context.Context, opts job.RunOptions) (job.Result, erro
 	j := c.newJob(st, b, nil)
 	opts.Progress = c.progress()
 	res, err := j.Run(ctx, opts)
-	if isTerminal(c.stderr) {
-		fmt.Fprintln(c.stderr)
-	}
+	c.bar.clear()
 	if opts.DryRun {
 		for _, pr := range res.Periods {
 			c.printDryRun(b, pr)
@@ -169,12 +190,8 @@ func (c *cli) printDryRun(b *bucket, pr job.PeriodResult) {
 }
 
 func (c *cli) progress() func(i, n int, what string, p report.Period) {
-	if isTerminal(c.stderr) {
-		return func(i, n int, what string, p report.Period) {
-			const width = 30
-			done := width * i / max(n, 1)
-			fmt.Fprintf(c.stderr, "\r[%s%s] %s %d/%d %s ", strings.Repeat("#", done), strings.Repeat(".", width-done), what, i+1, n, p.Name())
-		}
+	if c.bar != nil {
+		return c.bar.set
 	}
 	return func(i, n int, what string, p report.Period) {
 		c.log.Info("building "+what, job.LogPeriod, p.Name(), "n", i+1, "of", n)
@@ -228,6 +245,7 @@ func (c *cli) pushMetrics(ctx context.Context, sum runSummary, res job.Result, s
 		PeriodsProcessed: sum.PeriodsProcessed, PeriodsRemaining: sum.PeriodsRemaining,
 		Transactions: sum.Transactions, Rejects: sum.Rejects, Duplicates: sum.Duplicates,
 		Rechecks: sum.Rechecks, RechecksRemaining: sum.RechecksRemaining, Restatements: sum.Restated, LateItems: sum.LateItems,
+		StatementsIssued: sum.StatementsIssued, MonthsClosed: sum.MonthsClosed, PriorPeriodAdjustments: sum.PriorPeriodAdjustments,
 	}
 	if !res.Checkpoint.IsZero() {
 		now := opts.Now

@@ -9,6 +9,7 @@ import (
 	"github.com/reportjob/reportjob/internal/config"
 	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/metrics"
+	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/publish"
 	"github.com/reportjob/reportjob/internal/report"
 )
@@ -43,8 +44,13 @@ type verifySummary struct {
 	// that did not differ (those that did count as repaired).
 	Repriced    int            `json:"repriced,omitempty"`
 	Differences []verifyPeriod `json:"differences"`
-	DurationMS  int64          `json:"duration_ms"`
-	Error       string         `json:"error,omitempty"`
+	// Months are the months whose statements were checked; MonthsDiffer
+	// those with a problem, listed in MonthDifferences.
+	Months           int                     `json:"months"`
+	MonthsDiffer     int                     `json:"months_differ"`
+	MonthDifferences []monthclose.MonthCheck `json:"month_differences,omitempty"`
+	DurationMS       int64                   `json:"duration_ms"`
+	Error            string                  `json:"error,omitempty"`
 }
 
 func cmdVerify(ctx context.Context, c *cli, args []string) error {
@@ -78,7 +84,9 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	started := time.Now()
 	sum := verifySummary{Command: "verify", Job: c.cfg.JobName, RunID: c.runID,
 		From: from.t.UTC().Format(time.RFC3339), To: to.t.UTC().Format(time.RFC3339), Differences: []verifyPeriod{}}
-	checks, err := c.verify(ctx, job.VerifyOptions{From: from.t, To: to.t, Last: lastD, Repair: *repair, Reprice: *reprice, Now: now.t})
+	var months []monthclose.MonthCheck
+	checks, err := c.verify(ctx, job.VerifyOptions{From: from.t, To: to.t, Last: lastD, Repair: *repair, Reprice: *reprice, Now: now.t,
+		Months: func(mcs []monthclose.MonthCheck) { months = mcs }})
 	if len(checks) > 0 {
 		sum.From = checks[0].Period.Start.UTC().Format(time.RFC3339)
 		sum.To = checks[len(checks)-1].Period.End.UTC().Format(time.RFC3339)
@@ -106,6 +114,18 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 			NotRepairable: pc.NotRepairable,
 		})
 	}
+	monthsRepaired := 0
+	for _, mc := range months {
+		sum.Months++
+		fmt.Fprintln(c.stdout, monthLine(mc))
+		if mc.Differs() {
+			sum.MonthsDiffer++
+			sum.MonthDifferences = append(sum.MonthDifferences, mc)
+			if mc.Repaired != "" {
+				monthsRepaired++
+			}
+		}
+	}
 	switch {
 	case err != nil:
 		sum.Status = map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held"}[exitCode(err)]
@@ -123,6 +143,12 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	case sum.Differ > 0:
 		sum.Status = "differs"
 		err = fmt.Errorf("%d of %d periods differ: %w", sum.Differ, sum.Periods, errDiffers)
+	case sum.MonthsDiffer > 0 && monthsRepaired == sum.MonthsDiffer:
+		sum.Status = "repaired"
+		err = fmt.Errorf("the statements of %d of %d months differed (all repaired: run verify again to confirm): %w", sum.MonthsDiffer, sum.Months, errDiffers)
+	case sum.MonthsDiffer > 0:
+		sum.Status = "differs"
+		err = fmt.Errorf("the statements of %d of %d months differ: %w", sum.MonthsDiffer, sum.Months, errDiffers)
 	default:
 		sum.Status = "ok"
 	}
@@ -151,7 +177,27 @@ func (c *cli) verify(ctx context.Context, o job.VerifyOptions) ([]job.PeriodChec
 	j := c.newJob(st, b, nil)
 	progress := c.progress()
 	o.Progress = func(i, n int, p report.Period) { progress(i, n, "verify", p) }
+	defer c.bar.clear()
 	return j.Verify(ctx, o)
+}
+
+// monthLine is verify's line for one month's statements.
+func monthLine(mc monthclose.MonthCheck) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "month %s  ", mc.Month)
+	switch {
+	case mc.Status == "" && !mc.Differs():
+		b.WriteString("no statement (no period delivered)")
+	case !mc.Differs():
+		fmt.Fprintf(&b, "ok (%s statement, revision %d, objects checked, equals its periods and adjustments)", mc.Status, mc.Revision)
+	default:
+		fmt.Fprintf(&b, "%s statement, revision %d: %s", mc.Status, mc.Revision, strings.Join(mc.Problems, "; "))
+	}
+	if mc.Repaired != "" {
+		b.WriteString(" -> repaired: ")
+		b.WriteString(mc.Repaired)
+	}
+	return b.String()
 }
 
 // verifyLine is verify's line for one period.

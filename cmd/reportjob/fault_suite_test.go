@@ -155,7 +155,7 @@ func (s *faultSuite) cliFor(job string) *cli {
 		s.t.Fatal(err)
 	}
 	c := &cli{cfg: cfg, env: env, runID: "check"}
-	c.base = newLogger(cfg, &bytes.Buffer{})
+	c.base = newLogger(cfg, &bytes.Buffer{}, false)
 	c.log = c.base
 	return c
 }

@@ -25,7 +25,7 @@ func TestOpsScheduleInProcess(t *testing.T) {
 	defer cancel()
 	stderr := &opsLogWatch{match: []byte(`"msg":"building period"`), n: 5, fn: cancel}
 	c.stdout = &stdout
-	c.base = newLogger(c.cfg, stderr)
+	c.base = newLogger(c.cfg, stderr, false)
 	c.log = c.base
 
 	done := make(chan error, 1)

@@ -4,6 +4,7 @@ import (
 	"github.com/reportjob/reportjob/internal/config"
 	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/monthclose"
+	"github.com/reportjob/reportjob/internal/statement/pdf"
 )
 
 // statementsConfig wires statements.* into the job.
@@ -23,6 +24,5 @@ func statementsConfig(cfg *config.Config) job.Statements {
 	return s
 }
 
-// renderPDF renders an agency's statement PDF; nil until package
-// statement/pdf lands.
-var renderPDF monthclose.Renderer
+// renderPDF renders an agency's statement PDF.
+var renderPDF monthclose.Renderer = pdf.Render

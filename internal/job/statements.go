@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reportjob/reportjob/internal/monthclose"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // Statements configures the monthly close (statements.*).
@@ -88,4 +89,18 @@ func (j *Job) Reader(dir string) *monthclose.Closer {
 	}
 	return &monthclose.Closer{Periods: r.publisher(), Job: j.Name, Version: j.Version, RunID: j.RunID, Loc: loc,
 		CloseAfter: j.Statements.CloseAfter, Formats: j.Statements.Formats, Concurrency: j.Concurrency, Dir: dir, Log: j.Log}
+}
+
+// verifyMonths checks the statements of the months ps touch (see
+// monthclose.Closer.Verify); with repair it repairs them.
+func (r *runner) verifyMonths(ctx context.Context, ps []report.Period, repair bool) ([]monthclose.MonthCheck, error) {
+	st, err := r.j.State.Load(ctx, r.j.Name)
+	if err != nil {
+		return nil, fmt.Errorf("load checkpoint: %w", err)
+	}
+	g := r.grid
+	g.Checkpoint = st.Checkpoint
+	rec := monthclose.Record{Grid: g, Rechecks: st.Rechecks, RecheckAfter: r.j.RecheckAfter}
+	c := r.closer()
+	return c.Verify(ctx, rec, monthclose.MonthsOf(ps, c.Loc), repair && r.lease != nil)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/publish"
+	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -41,6 +42,9 @@ type VerifyOptions struct {
 	Now time.Time
 	// Progress, when set, is called before each period.
 	Progress func(i, n int, p report.Period)
+	// Months, when set, is called with the checks of the statements of
+	// the months the range touches (after the periods').
+	Months func([]monthclose.MonthCheck)
 }
 
 // PeriodCheck is verify's finding for one period.
@@ -113,7 +117,18 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) (_ []PeriodCheck, err
 		}
 		out = append(out, pc)
 	}
-	return out, nil
+	// The months the range touches: after the periods' repairs are taken
+	// in, so that a repaired period is in its month's statement.
+	if o.Repair {
+		if _, err := r.statements(ctx, o.Now, ""); err != nil {
+			return out, err
+		}
+	}
+	mcs, err := r.verifyMonths(ctx, ps, o.Repair)
+	if o.Months != nil {
+		o.Months(mcs)
+	}
+	return out, err
 }
 
 // lastRange is [from, to) of verify --last d: to is the start of the

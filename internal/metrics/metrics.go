@@ -49,6 +49,9 @@ const (
 	RechecksRemaining       = "reportjob_rechecks_remaining"
 	Restatements            = "reportjob_restatements"
 	LateItems               = "reportjob_late_items"
+	StatementsIssued        = "reportjob_statements_issued"
+	MonthsClosed            = "reportjob_months_closed"
+	PriorPeriodAdjustments  = "reportjob_prior_period_adjustments"
 	VerifyPeriods           = "reportjob_verify_periods"
 	VerifyDifferences       = "reportjob_verify_differences"
 	VerifyTimestamp         = "reportjob_verify_last_timestamp_seconds"
@@ -83,6 +86,11 @@ type Run struct {
 	// LateItems the items those revisions read beyond their predecessors'.
 	Restatements int
 	LateItems    int64
+	// StatementsIssued are the month statements the run published (a
+	// draft's new revision or a final one), MonthsClosed those of them
+	// final, and PriorPeriodAdjustments the restatements of final months'
+	// periods it booked.
+	StatementsIssued, MonthsClosed, PriorPeriodAdjustments int
 }
 
 // Push sends r to the Pushgateway at pushgatewayURL (scheme://host:port, with
@@ -126,6 +134,9 @@ func Push(ctx context.Context, pushgatewayURL string, r Run, client *http.Client
 	gauge(RechecksRemaining, "Rechecks still due after the last run.", float64(r.RechecksRemaining))
 	gauge(Restatements, "Periods the last run restated (published a new revision of) because their items changed.", float64(r.Restatements))
 	gauge(LateItems, "Items the last run's restatements found beyond what the replaced revisions had read.", float64(r.LateItems))
+	gauge(StatementsIssued, "Month statements (draft revisions and final ones) the last run published.", float64(r.StatementsIssued))
+	gauge(MonthsClosed, "Months the last run made final.", float64(r.MonthsClosed))
+	gauge(PriorPeriodAdjustments, "Restatements of final months' periods the last run booked as prior-period adjustments.", float64(r.PriorPeriodAdjustments))
 	if r.Success {
 		gauge(LastSuccessTimestamp, "Unix time the last successful run of the job ended.", unixSeconds(r.End))
 	}

@@ -40,6 +40,20 @@ type Renderer func(w io.Writer, s *statement.Agency) error
 // Formats are the per-agency statement files (statements.agency_files).
 type Formats struct{ PDF, CSV, Parquet bool }
 
+// names returns the formats as statements.agency_files lists them.
+func (f Formats) names() []string {
+	out := []string{}
+	for _, x := range []struct {
+		on   bool
+		name string
+	}{{f.PDF, "pdf"}, {f.CSV, "csv"}, {f.Parquet, "parquet"}} {
+		if x.on {
+			out = append(out, x.name)
+		}
+	}
+	return out
+}
+
 // Closer runs the close of one job's statements in one sink.
 type Closer struct {
 	// Periods reads the period manifests and files (its Bucket is the sink).
@@ -234,6 +248,7 @@ type monthWork struct {
 	adjust  []report.Period // periods of final months to book here
 	final   bool            // issue the final statement
 	reason  string
+	force   bool // publish a new revision even if nothing changed (verify --repair)
 }
 
 // closable reports whether the month [start, end)'s close time has
@@ -311,6 +326,11 @@ func (c *Closer) dueMarkers(ctx context.Context, g report.Grid) ([]due, error) {
 		p, ok := g.At(t)
 		if !ok || !p.Start.Equal(t) {
 			return nil, fmt.Errorf("due marker %s names no period of the job's grid", c.bucket().URL(o.Key))
+		}
+		if p.End.After(g.Checkpoint) {
+			// A delivery whose checkpoint move has not happened yet (a
+			// crash, or the run in progress): kept for the close after it.
+			continue
 		}
 		out = append(out, due{key: o.Key, period: p})
 	}

@@ -84,3 +84,39 @@ func AgencyFiles(man *Manifest, agency string) []string {
 	}
 	return out
 }
+
+// MonthStatus is one month's statement as status shows it.
+type MonthStatus struct {
+	Month    string `json:"month"`
+	Status   string `json:"status"`
+	Revision int    `json:"statement_revision"`
+	ClosesAt string `json:"closes_at,omitempty"`
+}
+
+// Overview returns the months that are not final (oldest first) and the
+// last final month (nil when none): it reads month manifests from the
+// newest back to the first final one.
+func (c *Closer) Overview(ctx context.Context) (open []MonthStatus, lastFinal *MonthStatus, err error) {
+	ms, err := c.Months(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i := len(ms) - 1; i >= 0; i-- {
+		raw, _, err := c.bucket().ReadAll(ctx, report.MonthManifestKey(ms[i]), maxManifestBytes)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read the statements of %s: %w", ms[i], err)
+		}
+		man, err := ParseManifest(raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		s := MonthStatus{Month: man.Month, Status: man.Status, Revision: man.StatementRevision}
+		if man.Final() {
+			lastFinal = &s
+			break
+		}
+		s.ClosesAt = man.ClosesAt.UTC().Format("2006-01-02T15:04:05Z07:00")
+		open = append([]MonthStatus{s}, open...)
+	}
+	return open, lastFinal, nil
+}

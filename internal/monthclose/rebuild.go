@@ -41,73 +41,26 @@ func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m st
 		}
 		return mr, c.finishCleanup(ctx, cur)
 	}
-	if !w.changed && !w.final && len(w.adjust) == 0 {
+	if !w.changed && !w.final && len(w.adjust) == 0 && !w.force {
 		return mr, c.finishCleanup(ctx, cur)
 	}
-	start, end, err := statement.Bounds(m, c.Loc)
-	if err != nil {
-		return mr, err
-	}
-	b := statement.NewBuilder(c.Job, m, c.Loc)
-	man := &Manifest{Format: Format, Job: c.Job, Month: m, Timezone: c.Loc.String(), MonthStart: start, MonthEnd: end,
-		Status: string(statement.Draft), Reason: ReasonUpdate, ClosesAt: end.Add(c.CloseAfter)}
-	if w.final {
-		man.Status, man.Reason = string(statement.Final), w.reason
-	}
-	// The month's own periods, up to the checkpoint.
-	to := end
-	if rec.Grid.Checkpoint.Before(to) {
-		to = rec.Grid.Checkpoint
-	}
-	periods := rec.Grid.Between(start, to)
-	if err := c.addPeriods(ctx, b, man, periods); err != nil {
-		return mr, err
-	}
-	// The adjustments booked before, then the new ones.
-	var adjRows []report.AdjustmentRow
-	if prev != nil {
-		if adjRows, err = c.carryAdjustments(ctx, b, man, prev); err != nil {
-			return mr, err
-		}
-	}
-	slices.SortFunc(w.adjust, func(x, y report.Period) int { return x.Start.Compare(y.Start) })
-	for _, p := range w.adjust {
-		rows, booked, err := c.bookAdjustment(ctx, months, b, man, p, m)
-		if err != nil {
-			return mr, err
-		}
-		adjRows = append(adjRows, rows...)
-		mr.Booked += booked
-	}
-	// Everything but the revision decides whether anything changed.
 	revision := 1
 	if prev != nil {
 		revision = prev.StatementRevision + 1
 	}
-	closesAt := man.ClosesAt.Format(time.RFC3339)
-	if w.final {
-		closesAt = ""
-	}
-	stmts, err := b.Statements(statement.Status(man.Status), revision, closesAt)
+	bt, err := c.build(ctx, months, rec, m, w, prev, revision)
 	if err != nil {
 		return mr, err
 	}
-	man.Totals, err = totals(stmts)
-	if err != nil {
-		return mr, err
-	}
-	mr.Status, mr.Agencies = man.Status, len(stmts)
-	if prev != nil && c.unchanged(prev, man) {
+	man := bt.man
+	mr.Status, mr.Agencies, mr.Booked = man.Status, len(bt.stmts), bt.booked
+	if prev != nil && !w.force && c.unchanged(prev, man) {
 		mr.Revision = prev.StatementRevision
 		return mr, c.finishCleanup(ctx, cur)
 	}
 	man.StatementRevision = revision
-	files, err := c.encode(m, stmts, adjRows)
-	defer func() {
-		for _, f := range files {
-			_ = os.Remove(f.Path)
-		}
-	}()
+	files, err := c.encode(m, bt.stmts, bt.adjRows)
+	defer removeFiles(files)
 	if err != nil {
 		return mr, err
 	}
@@ -122,8 +75,78 @@ func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m st
 	mr.Revision, mr.Reason, mr.Uploaded, mr.Published = man.StatementRevision, man.Reason, uploaded, true
 	mr.Manifest = report.MonthManifestKey(m)
 	c.Log.Info("statements published", "month", m, "status", man.Status, "statement_revision", man.StatementRevision,
-		"reason", man.Reason, "agencies", len(stmts), "uploaded", uploaded)
+		"reason", man.Reason, "agencies", len(bt.stmts), "uploaded", uploaded)
 	return mr, nil
+}
+
+// formats are the agency files written: a PDF only with a renderer.
+func (c *Closer) formats() Formats {
+	f := c.Formats
+	f.PDF = f.PDF && c.RenderPDF != nil
+	return f
+}
+
+func removeFiles(files []encode.File) {
+	for _, f := range files {
+		_ = os.Remove(f.Path)
+	}
+}
+
+// built is a month's statements built from the record, not encoded yet.
+type built struct {
+	man     *Manifest // Files unset
+	stmts   []*statement.Agency
+	adjRows []report.AdjustmentRow
+	booked  int // new adjustments booked
+}
+
+// build builds month m's statements at statement revision revision: its
+// own periods up to the checkpoint (their latest revisions), the
+// adjustments prev booked, and the new ones of w.adjust.
+func (c *Closer) build(ctx context.Context, months *monthSet, rec Record, m string, w *monthWork, prev *Manifest, revision int) (*built, error) {
+	start, end, err := statement.Bounds(m, c.Loc)
+	if err != nil {
+		return nil, err
+	}
+	b := statement.NewBuilder(c.Job, m, c.Loc)
+	man := &Manifest{Format: Format, Job: c.Job, Month: m, Timezone: c.Loc.String(), MonthStart: start, MonthEnd: end,
+		Status: string(statement.Draft), Reason: ReasonUpdate, ClosesAt: end.Add(c.CloseAfter), AgencyFiles: c.formats().names()}
+	if w.final {
+		man.Status, man.Reason = string(statement.Final), w.reason
+	}
+	to := end
+	if rec.Grid.Checkpoint.Before(to) {
+		to = rec.Grid.Checkpoint
+	}
+	if err := c.addPeriods(ctx, b, man, rec.Grid.Between(start, to)); err != nil {
+		return nil, err
+	}
+	bt := &built{man: man}
+	if prev != nil {
+		if bt.adjRows, err = c.carryAdjustments(ctx, b, man, prev); err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(w.adjust, func(x, y report.Period) int { return x.Start.Compare(y.Start) })
+	for _, p := range w.adjust {
+		rows, booked, err := c.bookAdjustment(ctx, months, b, man, p, m)
+		if err != nil {
+			return nil, err
+		}
+		bt.adjRows = append(bt.adjRows, rows...)
+		bt.booked += booked
+	}
+	closesAt := man.ClosesAt.Format(time.RFC3339)
+	if w.final {
+		closesAt = ""
+	}
+	if bt.stmts, err = b.Statements(statement.Status(man.Status), revision, closesAt); err != nil {
+		return nil, err
+	}
+	if man.Totals, err = totals(bt.stmts); err != nil {
+		return nil, err
+	}
+	return bt, nil
 }
 
 // unchanged reports whether man (built, revision unset) publishes what prev

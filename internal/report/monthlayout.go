@@ -55,3 +55,18 @@ func MonthOfKey(key string) (string, bool) {
 	m, _, ok := strings.Cut(rest, "/")
 	return m, ok
 }
+
+// IsStatementKey reports whether key belongs to the monthly statements
+// (statements/, agencies/agency=A/month=M/, manifests/month=M/,
+// manifests/due/) rather than to a period.
+func IsStatementKey(key string) bool {
+	if strings.HasPrefix(key, DatasetStatements+"/") || strings.HasPrefix(key, MonthManifestsPrefix) ||
+		strings.HasPrefix(key, DueStatementsPrefix) {
+		return true
+	}
+	if _, ok := AgencySegment(key); ok {
+		_, rest, _ := strings.Cut(strings.TrimPrefix(key, DirAgencies+"/agency="), "/")
+		return strings.HasPrefix(rest, "month=")
+	}
+	return false
+}

@@ -1,0 +1,280 @@
+package monthclose
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/encode"
+	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/sink"
+	"github.com/reportjob/reportjob/internal/statement"
+)
+
+// MonthCheck is what Verify found of one month's statements.
+type MonthCheck struct {
+	Month    string   `json:"month"`
+	Status   string   `json:"status"` // the statement's: draft, final, or "" when there is none
+	Revision int      `json:"statement_revision,omitempty"`
+	Problems []string `json:"problems,omitempty"`
+	// Repaired says what --repair did.
+	Repaired string `json:"repaired,omitempty"`
+}
+
+// Differs reports whether mc found a problem.
+func (mc MonthCheck) Differs() bool { return len(mc.Problems) > 0 }
+
+// MonthsOf returns the months (in loc) that periods touch, ascending.
+func MonthsOf(periods []report.Period, loc *time.Location) []string {
+	var out []string
+	for _, p := range periods {
+		out = append(out, statement.MonthOf(p.Start, loc))
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Verify checks the statements of months against the record: every
+// object the month manifest lists (exists, size, SHA-256), no unlisted
+// object under statements/month=M/ or manifests/month=M/, and that the
+// statement equals its periods plus its prior-period adjustments: a
+// rebuild from the periods' current revisions gives the same periods,
+// totals and bytes. A period of a final month restated since the close
+// must be booked as an adjustment in a later month. With repair it
+// publishes a new revision of a draft that differs, books a missing
+// adjustment, and restores a final month's missing objects (same bytes).
+func (c *Closer) Verify(ctx context.Context, rec Record, months []string, repair bool) ([]MonthCheck, error) {
+	set, err := c.listMonths(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []MonthCheck
+	for _, m := range months {
+		mc, err := c.verifyMonth(ctx, set, rec, m)
+		if err != nil {
+			return out, fmt.Errorf("verify the statements of %s: %w", m, err)
+		}
+		out = append(out, mc)
+	}
+	if !repair {
+		return out, nil
+	}
+	return out, c.repair(ctx, rec, out)
+}
+
+func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m string) (MonthCheck, error) {
+	mc := MonthCheck{Month: m}
+	start, end, err := statement.Bounds(m, c.Loc)
+	if err != nil {
+		return mc, err
+	}
+	to := end
+	if rec.Grid.Checkpoint.Before(to) {
+		to = rec.Grid.Checkpoint
+	}
+	periods := rec.Grid.Between(start, to)
+	cur, err := set.read(ctx, c, m)
+	if err != nil {
+		return mc, err
+	}
+	if cur == nil || cur.m == nil {
+		if len(periods) > 0 {
+			mc.Problems = append(mc.Problems, fmt.Sprintf("no statement, though %d period(s) of the month are delivered", len(periods)))
+		}
+		return mc, nil
+	}
+	man := cur.m
+	mc.Status, mc.Revision = man.Status, man.StatementRevision
+	// The objects.
+	for _, f := range man.Files {
+		file, _, err := c.Periods.Fetch(ctx, f, c.Dir)
+		if err != nil {
+			mc.Problems = append(mc.Problems, fmt.Sprintf("%s: %v", f.Key, err))
+			continue
+		}
+		file.Close()
+		removeFiles([]encode.File{{Path: file.Name()}})
+	}
+	keep := keySet(man.Files)
+	for _, prefix := range []string{report.StatementsPrefix(m), report.MonthManifestPrefix(m)} {
+		objs, err := c.bucket().List(ctx, prefix)
+		if err != nil {
+			return mc, err
+		}
+		for _, o := range objs {
+			if !keep[o.Key] && o.Key != report.MonthManifestKey(m) && !report.IsIntentKey(o.Key) {
+				mc.Problems = append(mc.Problems, o.Key+": not listed by the month manifest")
+			}
+		}
+	}
+	// The periods: restated since the statement was built?
+	restated := false
+	for _, pe := range man.Periods {
+		pcur, err := c.Periods.Current(ctx, report.Period{Start: pe.Start.UTC(), End: pe.End.UTC()})
+		if err != nil {
+			return mc, err
+		}
+		switch {
+		case pcur.Manifest == nil:
+			mc.Problems = append(mc.Problems, fmt.Sprintf("period %s: the statement lists revision %d, and the period has no manifest", pe.Key, pe.Revision))
+			restated = true
+		case pcur.Manifest.Revision != pe.Revision || report.SHA256Hex(pcur.Raw) != pe.SHA256:
+			restated = true
+			if !man.Final() {
+				mc.Problems = append(mc.Problems, fmt.Sprintf("period %s is at revision %d; the draft statement has revision %d", pe.Key, pcur.Manifest.Revision, pe.Revision))
+				continue
+			}
+			booked, err := set.booked(ctx, c, report.Period{Start: pe.Start.UTC(), End: pe.End.UTC()}, m, lastMonth(set, m))
+			if err != nil {
+				return mc, err
+			}
+			if booked < pcur.Manifest.Revision {
+				mc.Problems = append(mc.Problems, fmt.Sprintf("period %s (final month) is at revision %d; the statements account for revision %d: the restatement is not booked as a prior-period adjustment",
+					pe.Key, pcur.Manifest.Revision, booked))
+			}
+		}
+	}
+	if len(periods) != len(man.Periods) {
+		mc.Problems = append(mc.Problems, fmt.Sprintf("the statement covers %d period(s); %d of the month are delivered", len(man.Periods), len(periods)))
+		restated = true
+	}
+	if restated {
+		return mc, nil
+	}
+	// Rebuild and compare, with the files it was published with: same
+	// periods, adjustments, totals and bytes.
+	c = c.as(man)
+	w := &monthWork{changed: true, final: man.Final(), reason: man.Reason}
+	bt, err := c.build(ctx, set, rec, m, w, man, man.StatementRevision)
+	if err != nil {
+		return mc, err
+	}
+	if !slices.Equal(bt.man.Totals, man.Totals) {
+		a, _ := json.Marshal(man.Totals)
+		b, _ := json.Marshal(bt.man.Totals)
+		mc.Problems = append(mc.Problems, fmt.Sprintf("totals %s; its periods and adjustments add up to %s", a, b))
+	}
+	files, err := c.encode(m, bt.stmts, bt.adjRows)
+	defer removeFiles(files)
+	if err != nil {
+		return mc, err
+	}
+	for _, f := range files {
+		if !keep[f.Key] {
+			mc.Problems = append(mc.Problems, fmt.Sprintf("%s: a rebuild from the record gives this object, which the month manifest does not list", f.Key))
+		}
+	}
+	return mc, nil
+}
+
+// lastMonth returns the newest month listed (at least m).
+func lastMonth(set *monthSet, m string) string {
+	if ns := set.names(); len(ns) > 0 && ns[len(ns)-1] > m {
+		return ns[len(ns)-1]
+	}
+	return m
+}
+
+// repair makes what Verify found right: drafts are published again from
+// the record; a final month's unbooked restatements get a due marker (the
+// close books them); its missing or corrupt objects are uploaded again
+// from a rebuild when it gives the same bytes.
+func (c *Closer) repair(ctx context.Context, rec Record, checks []MonthCheck) error {
+	set, err := c.listMonths(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range checks {
+		mc := &checks[i]
+		if !mc.Differs() {
+			continue
+		}
+		cur, err := set.read(ctx, c, mc.Month)
+		if err != nil {
+			return err
+		}
+		if !cur.final() {
+			// A draft (or a month without a statement) is rebuilt and
+			// published again, all of its objects anew.
+			mr, err := c.rebuild(ctx, set, rec, mc.Month, &monthWork{changed: true, force: true})
+			if err != nil {
+				return err
+			}
+			delete(set.cur, mc.Month)
+			mc.Repaired = fmt.Sprintf("statement revision %d published", mr.Revision)
+			continue
+		}
+		// A final month: book what is unbooked, restore lost objects.
+		for _, pe := range cur.m.Periods {
+			if err := c.fence(); err != nil {
+				return err
+			}
+			if _, err := c.bucket().PutBytes(ctx, report.StatementDueKey(report.Period{Start: pe.Start.UTC(), End: pe.End.UTC()}),
+				[]byte("{}\n"), sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
+				return err
+			}
+		}
+		n, err := c.restore(ctx, set, rec, cur)
+		if err != nil {
+			return err
+		}
+		mc.Repaired = fmt.Sprintf("restatements queued for booking; %d object(s) restored", n)
+	}
+	return nil
+}
+
+// restore uploads again the objects of final month cur that are missing
+// or corrupt, when a rebuild gives them with the same bytes.
+func (c *Closer) restore(ctx context.Context, set *monthSet, rec Record, cur *current) (int, error) {
+	man := cur.m
+	c = c.as(man)
+	w := &monthWork{changed: true, final: true, reason: man.Reason}
+	bt, err := c.build(ctx, set, rec, man.Month, w, man, man.StatementRevision)
+	if err != nil {
+		return 0, err
+	}
+	files, err := c.encode(man.Month, bt.stmts, bt.adjRows)
+	defer removeFiles(files)
+	if err != nil {
+		return 0, err
+	}
+	want := map[string]report.FileInfo{}
+	for _, f := range man.Files {
+		want[f.Key] = f
+	}
+	var todo []encode.File
+	for _, f := range files {
+		info, ok := want[f.Key]
+		if !ok || info.SHA256 != f.SHA256 {
+			continue
+		}
+		if file, _, err := c.Periods.Fetch(ctx, info, c.Dir); err == nil {
+			file.Close()
+			removeFiles([]encode.File{{Path: file.Name()}})
+			continue
+		}
+		todo = append(todo, f)
+	}
+	return len(todo), c.upload(ctx, todo)
+}
+
+// as returns a copy of c that writes the agency files man records and
+// builds its statements with man's close time.
+func (c *Closer) as(man *Manifest) *Closer {
+	d := *c
+	d.Formats = Formats{}
+	for _, f := range man.AgencyFiles {
+		switch f {
+		case "pdf":
+			d.Formats.PDF = true
+		case "csv":
+			d.Formats.CSV = true
+		case "parquet":
+			d.Formats.Parquet = true
+		}
+	}
+	d.CloseAfter = man.ClosesAt.Sub(man.MonthEnd)
+	return &d
+}
