@@ -25,11 +25,7 @@ import (
 
 // stIsMonthKey reports whether key belongs to the statements: under
 // statements/, manifests/month=M/, manifests/due/ or agencies/A/month=M/.
-func stIsMonthKey(key string) bool {
-	return strings.HasPrefix(key, report.DatasetStatements+"/") || strings.HasPrefix(key, report.MonthManifestsPrefix) ||
-		strings.HasPrefix(key, report.DueStatementsPrefix) ||
-		(strings.HasPrefix(key, report.DirAgencies+"/") && strings.Contains(key, "/month="))
-}
+func stIsMonthKey(key string) bool { return report.IsStatementKey(key) }
 
 // stCheckObjects checks the statement objects of objs (key -> sha256)
 // after a completed command (statementProblems: every statement object

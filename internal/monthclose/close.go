@@ -180,21 +180,34 @@ func (c *Closer) Update(ctx context.Context, now time.Time, rec Record, closeEar
 		}
 		get(closeEarly).final, get(closeEarly).reason = true, ReasonCloseEarly
 	}
-	for _, m := range months.names() {
+	// Every month with a statement, and every month about to get its
+	// first one (a month first published after its close time, e.g. when
+	// a run catches up on it, is issued final at once).
+	candidates := months.names()
+	for m := range work {
+		if !slices.Contains(candidates, m) {
+			candidates = append(candidates, m)
+		}
+	}
+	for _, m := range candidates {
 		cur := months.cur[m]
-		if cur == nil || cur.m == nil || cur.m.Final() {
+		if cur != nil && cur.m != nil && cur.m.Final() || (cur == nil || cur.m == nil) && work[m] == nil {
 			if cur != nil && len(cur.intents) > 0 && work[m] == nil {
 				get(m) // finish its cleanup
 			}
 			continue
 		}
-		if c.closable(cur.m, rec, now) {
+		start, end, err := statement.Bounds(m, c.Loc)
+		if err != nil {
+			return res, err
+		}
+		if c.closable(start, end, rec, now) {
 			w := get(m)
 			if !w.final {
 				w.final, w.reason = true, ReasonClose
 			}
 		}
-		if len(cur.intents) > 0 && work[m] == nil {
+		if cur != nil && len(cur.intents) > 0 && work[m] == nil {
 			get(m) // finish its cleanup
 		}
 	}
@@ -238,13 +251,14 @@ type monthWork struct {
 	force   bool // publish a new revision even if nothing changed (verify --repair)
 }
 
-// closable reports whether draft m's close time has passed, every period
-// of the month is delivered and none of them is still owed a recheck.
-func (c *Closer) closable(m *Manifest, rec Record, now time.Time) bool {
-	if now.Before(m.MonthEnd.Add(c.CloseAfter)) || rec.Grid.Checkpoint.Before(m.MonthEnd) {
+// closable reports whether the month [start, end)'s close time has
+// passed, every period of the month is delivered and none of them is still
+// owed a recheck.
+func (c *Closer) closable(start, end time.Time, rec Record, now time.Time) bool {
+	if now.Before(end.Add(c.CloseAfter)) || rec.Grid.Checkpoint.Before(end) {
 		return false
 	}
-	return owedRechecks(m.MonthStart, m.MonthEnd, rec) == 0
+	return owedRechecks(start, end, rec) == 0
 }
 
 // owedRechecks counts the periods in [start, end) still owed a recheck.
