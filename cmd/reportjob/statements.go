@@ -9,17 +9,8 @@ import (
 
 // statementsConfig wires statements.* into the job.
 func statementsConfig(cfg *config.Config) job.Statements {
-	s := job.Statements{Loc: cfg.Statements.Location, CloseAfter: cfg.Statements.CloseAfter}
-	for _, f := range cfg.Statements.AgencyFiles {
-		switch f {
-		case "pdf":
-			s.Formats.PDF = true
-		case "csv":
-			s.Formats.CSV = true
-		case "parquet":
-			s.Formats.Parquet = true
-		}
-	}
+	s := job.Statements{Loc: cfg.Statements.Location, CloseAfter: cfg.Statements.CloseAfter,
+		Formats: monthclose.ParseFormats(cfg.Statements.AgencyFiles)}
 	s.RenderPDF = renderPDF
 	return s
 }

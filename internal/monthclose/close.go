@@ -40,6 +40,23 @@ type Renderer func(w io.Writer, s *statement.Agency) error
 // Formats are the per-agency statement files (statements.agency_files).
 type Formats struct{ PDF, CSV, Parquet bool }
 
+// ParseFormats reads statements.agency_files ("pdf", "csv", "parquet";
+// anything else is ignored: the config refuses it first).
+func ParseFormats(names []string) Formats {
+	var f Formats
+	for _, n := range names {
+		switch n {
+		case "pdf":
+			f.PDF = true
+		case "csv":
+			f.CSV = true
+		case "parquet":
+			f.Parquet = true
+		}
+	}
+	return f
+}
+
 // names returns the formats as statements.agency_files lists them.
 func (f Formats) names() []string {
 	out := []string{}

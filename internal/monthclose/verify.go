@@ -264,17 +264,7 @@ func (c *Closer) restore(ctx context.Context, set *monthSet, rec Record, cur *cu
 // builds its statements with man's close time.
 func (c *Closer) as(man *Manifest) *Closer {
 	d := *c
-	d.Formats = Formats{}
-	for _, f := range man.AgencyFiles {
-		switch f {
-		case "pdf":
-			d.Formats.PDF = true
-		case "csv":
-			d.Formats.CSV = true
-		case "parquet":
-			d.Formats.Parquet = true
-		}
-	}
+	d.Formats = ParseFormats(man.AgencyFiles)
 	d.CloseAfter = man.ClosesAt.Sub(man.MonthEnd)
 	return &d
 }
