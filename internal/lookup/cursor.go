@@ -7,7 +7,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // ErrBadCursor is wrapped by the error of a look-up given a cursor that
@@ -148,4 +151,20 @@ func (a position) compareNewest(b position) int {
 		return 1
 	}
 	return 0
+}
+
+// resume returns the periods of q's range newest first, from the period of
+// q's cursor on (all of them without one), and the cursor decoded (nil
+// without one); kind is the listing the cursor must be of.
+func (r *Reader) resume(q Query, kind string) ([]report.Period, *Cursor, error) {
+	ps := r.newestFirst(q.From, q.To)
+	if q.Cursor == "" {
+		return ps, nil, nil
+	}
+	c, err := DecodeCursor(q.Cursor, kind, q.Agency)
+	if err != nil {
+		return nil, nil, err
+	}
+	i, _ := slices.BinarySearchFunc(ps, c.Period, func(p report.Period, t time.Time) int { return t.Compare(p.Start) })
+	return ps[i:], &c, nil
 }

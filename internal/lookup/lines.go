@@ -65,21 +65,14 @@ func (r *Reader) Transactions(ctx context.Context, q Query) (Page[Line], error) 
 	if q.Agency == "" {
 		return pg, fmt.Errorf("transactions: no agency")
 	}
-	ps := r.newestFirst(q.From, q.To)
-	var cur *Cursor
-	if q.Cursor != "" {
-		c, err := DecodeCursor(q.Cursor, KindTransactions, q.Agency)
-		if err != nil {
-			return pg, err
-		}
-		cur = &c
-		i, _ := slices.BinarySearchFunc(ps, c.Period, func(p report.Period, t time.Time) int { return t.Compare(p.Start) })
-		ps = ps[i:]
+	ps, cur, err := r.resume(q, KindTransactions)
+	if err != nil {
+		return pg, err
 	}
 	limit := q.limit()
 	var last *Line
 	more := false
-	err := r.manifests(ctx, ps, func(i int, m *report.Manifest) (bool, error) {
+	err = r.manifests(ctx, ps, func(i int, m *report.Manifest) (bool, error) {
 		if m == nil {
 			return true, nil
 		}

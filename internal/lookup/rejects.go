@@ -86,21 +86,14 @@ func (r *Reader) periodRejects(ctx context.Context, m *report.Manifest) ([]Rejec
 // has rejects.
 func (r *Reader) Rejects(ctx context.Context, q Query) (Page[Reject], error) {
 	var pg Page[Reject]
-	ps := r.newestFirst(q.From, q.To)
-	var cur *Cursor
-	if q.Cursor != "" {
-		c, err := DecodeCursor(q.Cursor, KindRejects, q.Agency)
-		if err != nil {
-			return pg, err
-		}
-		cur = &c
-		i, _ := slices.BinarySearchFunc(ps, c.Period, func(p report.Period, t time.Time) int { return t.Compare(p.Start) })
-		ps = ps[i:]
+	ps, cur, err := r.resume(q, KindRejects)
+	if err != nil {
+		return pg, err
 	}
 	limit := q.limit()
 	var last *Reject
 	more := false
-	err := r.manifests(ctx, ps, func(i int, m *report.Manifest) (bool, error) {
+	err = r.manifests(ctx, ps, func(i int, m *report.Manifest) (bool, error) {
 		if m == nil {
 			return true, nil
 		}
