@@ -486,3 +486,49 @@ func TestFirstPublicationAfterCloseTimeIsFinal(t *testing.T) {
 		t.Fatalf("February: %s %s", feb.Manifest.Status, due(feb, "acme"))
 	}
 }
+
+// Config changes under existing statements: a changed statements.timezone
+// stops the close before it writes anything; a changed agency_files or
+// close_after gives the month not final a new draft with the new files
+// and close time.
+func TestConfigChangesUnderStatements(t *testing.T) {
+	f := newFixture(t)
+	for h := 0; h < 3; h++ {
+		f.publish(hour(h), report.ReasonDelivery, map[string]int64{"acme": 100})
+	}
+	f.mustUpdate(hour(3).Start, "")
+	before := f.raw(report.MonthManifestKey("2026-01"))
+
+	f.c.Loc = time.UTC
+	if _, err := f.update(hour(3).Start, ""); !errors.Is(err, monthclose.ErrZoneChanged) || !strings.Contains(err.Error(), "Africa/Lagos") {
+		t.Fatalf("close with another zone: %v", err)
+	}
+	if got := f.raw(report.MonthManifestKey("2026-01")); got != before {
+		t.Fatal("the close with another zone changed January's manifest")
+	}
+	f.c.Loc = fxLoc
+
+	f.c.Formats = monthclose.Formats{Parquet: true}
+	f.c.CloseAfter = 2 * time.Hour
+	f.publish(hour(3), report.ReasonDelivery, map[string]int64{"acme": 100})
+	f.mustUpdate(hour(4).Start, "")
+	st := f.statement("2026-01")
+	m := st.Manifest
+	if m.StatementRevision != 2 || !slices.Equal(m.AgencyFiles, []string{"parquet"}) || !m.ClosesAt.Equal(m.MonthEnd.Add(2*time.Hour)) {
+		t.Fatalf("January after the change: revision %d, agency_files %v, closes_at %s", m.StatementRevision, m.AgencyFiles, m.ClosesAt)
+	}
+	for _, fi := range m.Files {
+		if strings.HasPrefix(fi.Key, "agencies/") && !strings.HasSuffix(fi.Key, ".parquet") {
+			t.Errorf("January lists %s after agency_files became [parquet]", fi.Key)
+		}
+	}
+	objs, err := f.b.List(f.ctx, "agencies/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if strings.Contains(o.Key, "/month=") && strings.HasSuffix(o.Key, ".csv") {
+			t.Errorf("the CSV statement %s was not cleaned up", o.Key)
+		}
+	}
+}
