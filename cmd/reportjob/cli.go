@@ -26,7 +26,7 @@ import (
 // -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
-// Exit codes (README "Exit codes"). exitCode maps errors to them; nothing
+// Exit codes (docs/reference.md, "Exit codes"). exitCode maps errors to them; nothing
 // else decides an exit code.
 const (
 	exitOK        = 0 // done, or nothing due

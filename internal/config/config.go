@@ -24,7 +24,7 @@ import (
 	"github.com/reportjob/reportjob/internal/pricing"
 )
 
-// Config is the validated configuration (README, Configuration
+// Config is the validated configuration (docs/reference.md, Configuration
 // reference): durations and times parsed, every value checked, names
 // normalised.
 type Config struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/reportjob/reportjob/internal/pricing"
 )
 
-// specDefaults is the documented defaults (README, Configuration
+// specDefaults is the documented defaults (docs/reference.md, Configuration
 // reference), written out by hand.
 func specDefaults() *Config {
 	var c Config
