@@ -321,6 +321,14 @@ func (c *cli) printJSON(v any) {
 	fmt.Fprintf(c.stdout, "%s\n", b)
 }
 
+// printLine writes one JSON Lines row of a command's output (not its
+// summary line, which printJSON writes last).
+func (c *cli) printLine(v any) {
+	printed := c.printed
+	c.printJSON(v)
+	c.printed = printed
+}
+
 func cmdVersion(ctx context.Context, c *cli, args []string) error {
 	if err := parseFlags(newFlags(c, "version"), args); err != nil {
 		return err

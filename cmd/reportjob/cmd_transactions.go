@@ -160,13 +160,6 @@ func cmdTransactions(ctx context.Context, c *cli, args []string) error {
 	return nil
 }
 
-// printLine prints one JSON Lines row (not the summary).
-func (c *cli) printLine(v any) {
-	printed := c.printed
-	c.printJSON(v)
-	c.printed = printed
-}
-
 // lineRow is a billed line as JSON.
 type lineRow struct {
 	Period        string `json:"period"`

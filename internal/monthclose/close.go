@@ -357,13 +357,12 @@ func (c *Closer) dueMarkers(ctx context.Context, g report.Grid) ([]due, error) {
 
 // deleteDue deletes the markers taken in.
 func (c *Closer) deleteDue(ctx context.Context, dues []due) error {
-	for _, d := range dues {
-		if err := c.fence(); err != nil {
-			return fmt.Errorf("delete due marker: %w", err)
-		}
-		if err := c.bucket().Delete(ctx, d.key); err != nil && !errors.Is(err, sink.ErrNotFound) {
-			return fmt.Errorf("delete due marker: %w", err)
-		}
+	keys := make([]string, len(dues))
+	for i, d := range dues {
+		keys[i] = d.key
+	}
+	if err := c.deleteAll(ctx, keys); err != nil {
+		return fmt.Errorf("delete due markers: %w", err)
 	}
 	return nil
 }
