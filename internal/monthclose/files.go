@@ -20,8 +20,10 @@ const (
 
 // encode writes month m's files into the scratch folder: the statements
 // dataset file, each agency's files per Formats (PDFs Concurrency at a
-// time), and the adjustments file when adjustments were booked.
-func (c *Closer) encode(m string, stmts []*statement.Agency, adjRows []report.AdjustmentRow) ([]encode.File, error) {
+// time) but those of the agencies in kept (unchanged: their files are
+// published again as they are), and the adjustments file when
+// adjustments were booked.
+func (c *Closer) encode(m string, stmts []*statement.Agency, adjRows []report.AdjustmentRow, kept map[string][]report.FileInfo) ([]encode.File, error) {
 	var files []encode.File
 	f, err := encode.NewFile(c.Dir, report.StatementsPrefix(m), statementsBase, "parquet", encode.TypeParquet, rows(stmts),
 		func(w io.Writer) error { return encode.WriteStatementsParquet(w, stmts) })
@@ -42,6 +44,9 @@ func (c *Closer) encode(m string, stmts []*statement.Agency, adjRows []report.Ad
 	sem := make(chan struct{}, max(c.Concurrency, 1))
 	var wg sync.WaitGroup
 	for i, s := range stmts {
+		if _, ok := kept[s.AgencyID]; ok {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {

@@ -48,6 +48,10 @@ type Manifest struct {
 	// Periods are the period revisions the statements were built from,
 	// ascending: the audit chain down to the period files.
 	Periods []PeriodEntry `json:"periods"`
+	// Agencies are the agencies' statements in this revision, by agency
+	// id: the statement revision each one last changed in (what its files
+	// print) and the digest of its content (agencies.go).
+	Agencies []AgencyEntry `json:"agencies,omitempty"`
 	// Adjustments are the prior-period adjustments booked in this month.
 	Adjustments []AdjustmentEntry `json:"adjustments"`
 	// Totals per currency over every agency.
@@ -66,6 +70,16 @@ type PeriodEntry struct {
 	End      time.Time `json:"period_end"`
 	Revision int       `json:"revision"`
 	SHA256   string    `json:"sha256"`
+}
+
+// AgencyEntry is one agency's statement in a month revision.
+type AgencyEntry struct {
+	AgencyID string `json:"agency_id"`
+	// Revision is the statement revision in which this agency's statement
+	// last changed: its files print it, and are the ones that revision
+	// published.
+	Revision int    `json:"statement_revision"`
+	Digest   string `json:"digest"`
 }
 
 // AdjustmentEntry is one prior-period adjustment booked in the month: the

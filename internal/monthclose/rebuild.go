@@ -59,13 +59,16 @@ func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m st
 		return mr, c.finishCleanup(ctx, cur)
 	}
 	man.StatementRevision = revision
-	files, err := c.encode(m, bt.stmts, bt.adjRows)
+	files, err := c.encode(m, bt.stmts, bt.adjRows, bt.kept)
 	defer removeFiles(files)
 	if err != nil {
 		return mr, err
 	}
 	for _, f := range files {
 		man.Files = append(man.Files, f.Info())
+	}
+	for _, fs := range bt.kept {
+		man.Files = append(man.Files, fs...)
 	}
 	slices.SortFunc(man.Files, func(x, y report.FileInfo) int { return cmp.Compare(x.Key, y.Key) })
 	uploaded, err := c.publish(ctx, cur, man, files)
@@ -98,6 +101,9 @@ type built struct {
 	stmts   []*statement.Agency
 	adjRows []report.AdjustmentRow
 	booked  int // new adjustments booked
+	// kept are the files of the agencies whose statements did not change
+	// since prev, by agency id: published again as they are (agencies.go).
+	kept map[string][]report.FileInfo
 }
 
 // build builds month m's statements at statement revision revision: its
@@ -143,6 +149,11 @@ func (c *Closer) build(ctx context.Context, months *monthSet, rec Record, m stri
 	if bt.stmts, err = b.Statements(statement.Status(man.Status), revision, closesAt); err != nil {
 		return nil, err
 	}
+	from := prev
+	if w.force {
+		from = nil // a repair renders every agency's files anew
+	}
+	man.Agencies, bt.kept = agencyRevisions(bt.stmts, from, man, revision)
 	if man.Totals, err = totals(bt.stmts); err != nil {
 		return nil, err
 	}
@@ -156,6 +167,7 @@ func (c *Closer) build(ctx context.Context, months *monthSet, rec Record, m stri
 func (c *Closer) unchanged(prev, man *Manifest) bool {
 	a, b := *prev, *man
 	a.Files, b.Files = nil, nil
+	a.Agencies, b.Agencies = nil, nil
 	return a.SameContent(&b)
 }
 

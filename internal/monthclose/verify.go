@@ -156,7 +156,7 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 		b, _ := json.Marshal(bt.man.Totals)
 		mc.Problems = append(mc.Problems, fmt.Sprintf("totals %s; its periods and adjustments add up to %s", a, b))
 	}
-	files, err := c.encode(m, bt.stmts, bt.adjRows)
+	files, err := c.encode(m, bt.stmts, bt.adjRows, nil)
 	defer removeFiles(files)
 	if err != nil {
 		return mc, err
@@ -235,7 +235,7 @@ func (c *Closer) restore(ctx context.Context, set *monthSet, rec Record, cur *cu
 	if err != nil {
 		return 0, err
 	}
-	files, err := c.encode(man.Month, bt.stmts, bt.adjRows)
+	files, err := c.encode(man.Month, bt.stmts, bt.adjRows, nil)
 	defer removeFiles(files)
 	if err != nil {
 		return 0, err

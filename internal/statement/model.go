@@ -39,7 +39,7 @@ type Agency struct {
 	Month    string // YYYY-MM in Zone
 	Zone     string // IANA name of statements.timezone, e.g. "Europe/Paris" or "UTC"
 	Status   Status
-	Revision int // the month's statement_revision (1, 2, ...)
+	Revision int // the month's statement_revision in which this statement last changed (1, 2, ...)
 	// ClosesAt is when (RFC 3339, UTC) a draft becomes final at the latest
 	// (month end + statements.close_after); empty for a final statement.
 	ClosesAt string
