@@ -33,6 +33,10 @@ type runRow struct {
 	// NoWindow: report.dedupe_window 0 (no dedupe-window index), to show
 	// what the index costs; the other rows use the default 35d.
 	NoWindow bool `json:"no_dedupe_window,omitempty"`
+	// NoStatementFiles: statements.agency_files [] (the month's statements
+	// dataset file only, no per-agency PDF and CSV), to show what the
+	// statement files cost; the other rows use the default [pdf, csv].
+	NoStatementFiles bool `json:"no_statement_files,omitempty"`
 	// RawReadPerSec is the raw read of the same items (Query + decode, one
 	// goroutine); Ratio = TxPerSec / RawReadPerSec.
 	RawReadPerSec float64    `json:"raw_read_items_per_s"`
@@ -60,10 +64,14 @@ type ingestRow struct {
 
 // embeddedConfig writes a config for job on the store at storePath and
 // returns its path.
-func embeddedConfig(dir, job, storePath string, lineItems, noWindow bool) (string, error) {
+func embeddedConfig(dir, job, storePath string, lineItems, noWindow, noStatementFiles bool) (string, error) {
 	window := "35d"
 	if noWindow {
 		window = "0"
+	}
+	statementFiles := "[pdf, csv]"
+	if noStatementFiles {
+		statementFiles = "[]"
 	}
 	cfg := filepath.Join(dir, job+".yaml")
 	body := fmt.Sprintf(`job_name: %s
@@ -78,16 +86,19 @@ report:
   max_periods_per_run: 1
   recheck_after: []
   dedupe_window: %s
+statements: {agency_files: %s}
 commission: {default_bps: 1000}
 log: {level: warn}
-`, job, storePath, "file://"+filepath.Join(dir, "reports-"+job), benchPeriod.Start.Format(time.RFC3339), lineItems, window)
+`, job, storePath, "file://"+filepath.Join(dir, "reports-"+job), benchPeriod.Start.Format(time.RFC3339), lineItems, window, statementFiles)
 	return cfg, os.WriteFile(cfg, []byte(body), 0o644)
 }
 
 // runEmbedded measures `run` at each size: a store of n generated
-// transactions in one period, delivered with line items, summary only, and
-// summary only without the dedupe-window index (three jobs on the same
-// store, each a first delivery), and the raw read of the same items.
+// transactions in one period, delivered with line items and summary only,
+// each with and without the per-agency statement files, and summary only
+// without the dedupe-window index (five jobs on the same store, each a
+// first delivery, so each renders every agency's statement), and the raw
+// read of the same items.
 func (b *bench) runEmbedded(ctx context.Context, sizes []int) error {
 	for _, n := range sizes {
 		dir, err := b.workdir(fmt.Sprintf("run-%d", n))
@@ -95,7 +106,7 @@ func (b *bench) runEmbedded(ctx context.Context, sizes []int) error {
 			return err
 		}
 		store := filepath.Join(dir, "store.db")
-		cfg, err := embeddedConfig(dir, "gen", store, true, false)
+		cfg, err := embeddedConfig(dir, "gen", store, true, false, false)
 		if err != nil {
 			return err
 		}
@@ -114,11 +125,15 @@ func (b *bench) runEmbedded(ctx context.Context, sizes []int) error {
 		}
 		b.res.RawRead = append(b.res.RawRead, raw)
 		for _, v := range []struct {
-			job             string
-			lines, noWindow bool
-		}{{"lines", true, false}, {"summary", false, false}, {"summary-nowindow", false, true}} {
+			job                         string
+			lines, noWindow, noStmtFile bool
+		}{
+			{"lines", true, false, false}, {"lines-nostatementfiles", true, false, true},
+			{"summary", false, false, false}, {"summary-nostatementfiles", false, false, true},
+			{"summary-nowindow", false, true, true},
+		} {
 			job, lines := v.job, v.lines
-			cfg, err := embeddedConfig(dir, job, store, lines, v.noWindow)
+			cfg, err := embeddedConfig(dir, job, store, lines, v.noWindow, v.noStmtFile)
 			if err != nil {
 				return err
 			}
@@ -127,7 +142,7 @@ func (b *bench) runEmbedded(ctx context.Context, sizes []int) error {
 			if err != nil {
 				return err
 			}
-			row := runRow{Size: n, LineItems: lines, NoWindow: v.noWindow, Tx: int64(p.num("transactions")), Objects: int64(p.num("objects_written")), Proc: p}
+			row := runRow{Size: n, LineItems: lines, NoWindow: v.noWindow, NoStatementFiles: v.noStmtFile, Tx: int64(p.num("transactions")), Objects: int64(p.num("objects_written")), Proc: p}
 			if row.Tx != int64(n) {
 				return fmt.Errorf("run %d %s billed %d transactions, want %d", n, job, row.Tx, n)
 			}
@@ -221,7 +236,7 @@ func (b *bench) ingestJSONL(ctx context.Context, sizes []int) error {
 		if err != nil {
 			return err
 		}
-		cfg, err := embeddedConfig(dir, "ingest", filepath.Join(dir, "store.db"), true, false)
+		cfg, err := embeddedConfig(dir, "ingest", filepath.Join(dir, "store.db"), true, false, false)
 		if err != nil {
 			return err
 		}

@@ -41,16 +41,21 @@ func TestSmoke(t *testing.T) {
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatal(err)
 	}
-	// Runs: with line items, summary only, summary only without the
-	// dedupe-window index.
-	if len(res.Run) != 3 || len(res.RawRead) != 1 || len(res.Ingest) != 2 {
-		t.Fatalf("results: %d runs, %d raw reads, %d ingests; want 3, 1, 2", len(res.Run), len(res.RawRead), len(res.Ingest))
+	// Runs: with line items and summary only, each with and without the
+	// statement files, and summary only without the dedupe-window index.
+	if len(res.Run) != 5 || len(res.RawRead) != 1 || len(res.Ingest) != 2 {
+		t.Fatalf("results: %d runs, %d raw reads, %d ingests; want 5, 1, 2", len(res.Run), len(res.RawRead), len(res.Ingest))
 	}
 	if len(res.BigPeriod) != 1 || res.BigPeriod[0].Tx != 300 || res.BigPeriod[0].Objects != 4*300+2 || res.BigPeriod[0].ManifestBytes == 0 {
 		t.Errorf("big period rows %+v: want one of 300 agencies", res.BigPeriod)
 	}
-	if !res.Run[2].NoWindow || res.Run[0].NoWindow || res.Run[1].NoWindow {
-		t.Errorf("run rows: want only the third without the dedupe window: %v %v %v", res.Run[0].NoWindow, res.Run[1].NoWindow, res.Run[2].NoWindow)
+	for i, r := range res.Run {
+		if want := i == 4; r.NoWindow != want {
+			t.Errorf("run row %d: without the dedupe window %v, want %v", i, r.NoWindow, want)
+		}
+		if want := i == 1 || i == 3 || i == 4; r.NoStatementFiles != want {
+			t.Errorf("run row %d: without statement files %v, want %v", i, r.NoStatementFiles, want)
+		}
 	}
 	for _, r := range res.Run {
 		if r.Tx != 300 || r.Proc.PeakAnonKB <= 0 || r.Proc.MaxRSSKB <= 0 || r.Ratio <= 0 || r.Proc.Samples == 0 {
