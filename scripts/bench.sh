@@ -4,7 +4,7 @@
 # bench-results.json. See PERFORMANCE.md.
 #   scripts/bench.sh                 small sizes (about 5 minutes on 2 cores)
 #   scripts/bench.sh --full          issue 10's sizes: 5M transactions, 1M-item tables (about an hour)
-#   scripts/bench.sh -only run       one scenario (run, ingest, ddbingest, growth, concurrency, bigperiod)
+#   scripts/bench.sh -only run       one scenario (run, ingest, ddbingest, growth, concurrency, bigperiod, ddbsplit)
 # Extra arguments go to reportbench. Without Java/Node (no DynamoDB Local)
 # set RJBENCH_NO_SERVERS=1: the DynamoDB scenarios are then skipped.
 set -euo pipefail
@@ -25,4 +25,5 @@ if [ -z "${RJBENCH_NO_SERVERS:-}" ]; then
   . "$out/srv/env"
 fi
 echo "reportbench: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-"$out/reportbench" -bin "$out/reportjob" -json "${RJBENCH_JSON:-bench-results.json}" "$@"
+RJBENCH_DYNAMODB_PID=${RJBENCH_DYNAMODB_PID:-$( [ -f "$out/srv/pids" ] && head -1 "$out/srv/pids" )} \
+  "$out/reportbench" -bin "$out/reportjob" -json "${RJBENCH_JSON:-bench-results.json}" "$@"

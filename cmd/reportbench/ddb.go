@@ -35,9 +35,18 @@ type ddbBench struct {
 	cnt          *counting
 	store        *rjddb.Store
 	table, state string
+	// existed: the data table was there before Init.
+	existed bool
 }
 
 func (b *bench) newTables(ctx context.Context, name string, writers int) (*ddbBench, error) {
+	suffix := randomHex(4)
+	return b.newTablesNamed(ctx, "bench-"+name+"-"+suffix, "bench-"+name+"-state-"+suffix, writers)
+}
+
+// newTablesNamed opens the store over data table `table` and state table
+// `state`, creating either when missing.
+func (b *bench) newTablesNamed(ctx context.Context, table, state string, writers int) (*ddbBench, error) {
 	// DynamoDB Local 3 accepts only alphanumeric access keys.
 	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "rjbench", "AWS_SECRET_ACCESS_KEY": "rjbench", "AWS_REGION": "us-east-1"} {
 		if os.Getenv(k) == "" {
@@ -48,8 +57,9 @@ func (b *bench) newTables(ctx context.Context, name string, writers int) (*ddbBe
 	if err != nil {
 		return nil, err
 	}
-	suffix := randomHex(4)
-	d := &ddbBench{table: "bench-" + name + "-" + suffix, state: "bench-" + name + "-state-" + suffix}
+	d := &ddbBench{table: table, state: state}
+	_, err = client.DescribeTable(ctx, &awsddb.DescribeTableInput{TableName: aws.String(table)})
+	d.existed = err == nil
 	d.cnt = newCounting(client, map[string]string{d.table: "data", d.state: "state"}, report.Partitions(benchPeriod, 8))
 	d.store, err = rjddb.New(d.cnt, rjddb.Options{Table: d.table, StateTable: d.state, WriteConcurrency: writers,
 		WaitMinDelay: 50 * time.Millisecond, WaitMaxDelay: 200 * time.Millisecond})
@@ -76,6 +86,13 @@ func (d *ddbBench) fill(ctx context.Context, n int, seed int64, from, to time.Ti
 // runJob runs job `name` once at now on d, delivering (or rechecking) the
 // benchmark period, with its reports in a temp folder.
 func (b *bench) runJob(ctx context.Context, d *ddbBench, name string, shards, concurrency int, lineItems bool, now time.Time) (job.Result, time.Duration, error) {
+	return b.runJobWith(ctx, d, name, shards, concurrency, lineItems, now, d.store, d.store)
+}
+
+// runJobWith is runJob reading from src and deduping with index (d.store
+// wrapped, to time its calls).
+func (b *bench) runJobWith(ctx context.Context, d *ddbBench, name string, shards, concurrency int, lineItems bool, now time.Time,
+	src collect.Source, index collect.Index) (job.Result, time.Duration, error) {
 	dir, err := b.workdir("sink-" + name)
 	if err != nil {
 		return job.Result{}, 0, err
@@ -91,7 +108,7 @@ func (b *bench) runJob(ctx context.Context, d *ddbBench, name string, shards, co
 			Concurrency: concurrency, LineItems: lineItems, AgencyFiles: encode.Formats{CSV: true},
 			Rates: pricing.Flat(1000), Version: "reportbench", SinkURL: "file://" + dir,
 		},
-		Source: d.store, Index: d.store, State: d.store, Bucket: sink.New(fs),
+		Source: src, Index: index, State: d.store, Bucket: sink.New(fs),
 		Owner: "reportbench/" + name, RunID: randomHex(6), Log: slog.New(slog.DiscardHandler),
 	}
 	start := time.Now()

@@ -53,7 +53,7 @@ var (
 		BigPeriod: 100_000}
 )
 
-var scenarios = []string{"run", "ingest", "ddbingest", "growth", "concurrency", "bigperiod"}
+var scenarios = []string{"run", "ingest", "ddbingest", "growth", "concurrency", "bigperiod", "ddbsplit"}
 
 // results is the JSON document.
 type results struct {
@@ -69,6 +69,7 @@ type results struct {
 	Growth      []growthRow    `json:"growth,omitempty"`
 	Concurrency []concRow      `json:"concurrency,omitempty"`
 	BigPeriod   []bigPeriodRow `json:"big_period,omitempty"`
+	Split       []splitRow     `json:"dynamodb_split,omitempty"`
 	Skipped     []string       `json:"skipped,omitempty"`
 }
 
@@ -108,6 +109,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	work := fs.String("work", "", "scratch folder (default: a new temp folder, removed at the end)")
 	keep := fs.Bool("keep", false, "keep the stores and reports")
 	ddb := fs.String("dynamodb", os.Getenv(ddbEnv), "DynamoDB Local endpoint (default $"+ddbEnv+")")
+	splitRuns := fs.Int("split-runs", 1, "ddbsplit: runs (each with a fresh state table)")
+	splitTable := fs.String("split-table", "", "ddbsplit: data table to use, filled only when created (keep it across invocations)")
 	runSizes := fs.String("sizes", "", "override the sizes of every scenario with a comma-separated list (smoke runs)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -165,6 +168,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{"growth", true, func() error { return b.growth(ctx, sz.GrowthOld, sz.GrowthNew) }},
 		{"concurrency", true, func() error { return b.concurrency(ctx, sz.Concurrency) }},
 		{"bigperiod", false, func() error { return b.bigPeriod(ctx, sz.BigPeriod) }},
+		{"ddbsplit", true, func() error { return b.ddbSplit(ctx, sz.Concurrency, *splitRuns, *splitTable) }},
 	}
 	for _, st := range steps {
 		if !slices.Contains(want, st.name) {

@@ -113,6 +113,22 @@ func writeMarkdown(w io.Writer, r *results) {
 				b.Concurrency, a.Concurrency, a.ReadMS/b.ReadMS, a.RunMS/b.RunMS)
 		}
 	}
+	if len(r.Split) > 0 {
+		fmt.Fprintln(w, "\n### DynamoDB path: where the time goes (8 shards x 4 quarters, report.concurrency 8, line items, fresh state table)")
+		fmt.Fprintln(w, "")
+		fmt.Fprintln(w, "| run | items | wall s | client CPU s | server CPU s | read s (client / server CPU) | dedupe s (client / server CPU) | index wait s (Commit) | lookups s (background) | Query | BatchGetItem | BatchWriteItem state | PutItem | UpdateItem | GetItem | load at start |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+		for _, x := range r.Split {
+			req := func(op string) int64 {
+				return sumCounts(x.Requests, func(o, _ string) bool { return o == op }).Requests
+			}
+			fmt.Fprintf(w, "| %d | %s | %.1f | %.1f | %.1f | %.1f (%.1f / %.1f) | %.1f (%.1f / %.1f) | %.1f (%.1f) | %.1f | %d | %d | %d | %d | %d | %d | %s |\n",
+				x.Run, count(x.Items), x.RunMS/1000, x.ClientCPUMS/1000, x.ServerCPUMS/1000,
+				x.ReadMS/1000, x.ReadClientCPUMS/1000, x.ReadServerCPUMS/1000, x.DedupeMS/1000, x.DedupeClientCPUMS/1000, x.DedupeServerCPUMS/1000,
+				x.IndexWaitMS/1000, x.CommitMS/1000, x.LookupMS/1000, x.Requests["Query data"].Requests, req("BatchGetItem"),
+				x.Requests["BatchWriteItem state"].Requests, req("PutItem"), req("UpdateItem"), req("GetItem"), x.LoadStart)
+		}
+	}
 	if len(r.BigPeriod) > 0 {
 		fmt.Fprintln(w, "\n### `run`, embedded store, one hourly period of many agencies (one purchase each; line items; agency files csv and parquet)")
 		fmt.Fprintln(w, "")

@@ -24,7 +24,7 @@ func TestSmoke(t *testing.T) {
 	}
 	only := "run,ingest,bigperiod"
 	if os.Getenv(ddbEnv) != "" {
-		only += ",ddbingest,growth,concurrency"
+		only += ",ddbingest,growth,concurrency,ddbsplit"
 	}
 	out := filepath.Join(dir, "results.json")
 	var stdout, stderr bytes.Buffer
@@ -73,6 +73,14 @@ func TestSmoke(t *testing.T) {
 		}
 		if len(res.Concurrency) != 2 || len(res.DDBIngest) != 3 {
 			t.Errorf("%d concurrency rows, %d DynamoDB ingest rows; want 2 and 3", len(res.Concurrency), len(res.DDBIngest))
+		}
+		if len(res.Split) != 1 {
+			t.Fatalf("%d ddbsplit rows, want 1", len(res.Split))
+		}
+		sp := res.Split[0]
+		if sp.Items != 300 || sp.RunMS <= 0 || sp.ClientCPUMS <= 0 || sp.ReadMS <= 0 || sp.DedupeMS <= 0 ||
+			sp.Requests["BatchWriteItem state"].Items != 300 || sp.Requests["BatchGetItem state"].Items != 300 {
+			t.Errorf("ddbsplit row %+v: want 300 claims written and looked up, the phases timed", sp)
 		}
 	}
 	md := stdout.String()

@@ -55,7 +55,10 @@ func openStore(ctx context.Context, c *cli) (*store, error) {
 			Table: d.Table, StateTable: d.StateTable,
 			PartitionAttr: cfg.Keys.PartitionAttr, SortAttr: cfg.Keys.SortAttr,
 			WriteDeadline: k.batchDeadline,
-			Logger:        c.log,
+			// The dedupe index's claims: as many writes in flight as
+			// Queries (PutItems keeps its own default).
+			IndexConcurrency: cfg.Report.Concurrency,
+			Logger:           c.log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)

@@ -91,6 +91,10 @@ type Options struct {
 	WriteDeadline time.Duration
 	// WriteConcurrency is the number of batches PutItems writes at once.
 	WriteConcurrency int
+	// IndexConcurrency is the number of BatchWriteItem calls a claim
+	// writer of the dedupe index keeps in flight (report.concurrency);
+	// 0 means WriteConcurrency.
+	IndexConcurrency int
 	// RetryBase and RetryCap shape the backoff of batch calls: before retry n
 	// (from 0) it sleeps a random duration in [0, min(RetryCap,
 	// RetryBase*2^n)) ("full jitter").
@@ -185,9 +189,18 @@ func New(api API, opts Options) (*Store, error) {
 		API: api, Deadline: opts.WriteDeadline, RetryBase: opts.RetryBase, RetryCap: opts.RetryCap,
 		Concurrency: opts.WriteConcurrency, Logger: log,
 	}
+	if opts.IndexConcurrency <= 0 {
+		opts.IndexConcurrency = opts.WriteConcurrency
+	}
+	ib := b
+	if opts.IndexConcurrency != opts.WriteConcurrency {
+		c := *b
+		c.Concurrency = opts.IndexConcurrency
+		ib = &c
+	}
 	return &Store{
 		State: jobstate.New(api, opts.StateTable),
-		Index: dedupeindex.New(api, opts.StateTable, b, log),
+		Index: dedupeindex.New(api, opts.StateTable, ib, log),
 		api:   api, opts: opts, log: log, batch: b,
 	}, nil
 }

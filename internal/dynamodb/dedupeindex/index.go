@@ -269,14 +269,14 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 		ix: ix, ctx: ctx, job: job, period: period.UTC(),
 		periodN: attr.Millis(period), endN: attr.Millis(p.End), expiresN: attr.N(expires.Unix()),
 		old: old, hadOld: found, gen: gen, read: map[int64]int64{},
-		out: ix.batch.NewAsyncWriter(ctx, ix.table),
 	}
 	for _, g := range old.pending {
 		if g != gen {
 			w.failed = append(w.failed, g)
 		}
 	}
-	w.list = newListChunker(w.putChunk)
+	w.list = newListChunker(w.queueChunk)
+	w.pump = startPump(w, ix.batch.NewAsyncWriter(ctx, ix.table))
 	return w, nil
 }
 
@@ -303,15 +303,19 @@ type claimWriter struct {
 	// failed are the other writers pending when this one registered;
 	// read maps those whose list Previous read to the end to the chunks
 	// it read.
-	failed        []int64
-	read          map[int64]int64
-	held          []heldClaim // claims waiting for their chunk
-	out           *batch.AsyncWriter
-	list          *listChunker
-	chunks, count int64 // chunks started, ids added
-	last          string
-	err           error // sticky: the first failure
-	done          bool
+	failed []int64
+	read   map[int64]int64
+	held   []heldClaim // claims waiting for their chunk
+	// cut are the chunks the list cut since the last segment was queued.
+	cut  [][]byte
+	pump *pump // writes the segments: chunks, then their claims
+	list *listChunker
+	// chunks is the number of chunks written: the pump's until it ends.
+	chunks int64
+	count  int64 // ids added
+	last   string
+	err    error // sticky: the first failure
+	done   bool
 }
 
 func (w *claimWriter) fail(err error) error {
@@ -328,13 +332,18 @@ func (w *claimWriter) usable() error {
 	return w.err
 }
 
-// Add implements collect.ClaimWriter. A full chunk of the list is written
-// at once, then the claims of its ids in the background,
-// batch.Retrier.Concurrency batches at a time; a failure is returned by a
-// later call.
+// Add implements collect.ClaimWriter. A full chunk of the list and the
+// claims of its ids are handed to the writer's pump, which writes them in
+// the background (the chunk first, then the claims,
+// batch.Retrier.Concurrency batches at a time) while the caller goes on;
+// Add waits only when pumpDepth segments are queued. A failure is
+// returned by a later call.
 func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
 	if err := w.usable(); err != nil {
 		return err
+	}
+	if err := w.pump.failed(); err != nil {
+		return w.fail(err)
 	}
 	if err := collect.CheckID(id); err != nil {
 		return w.fail(err)
@@ -347,13 +356,12 @@ func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
 	if write {
 		w.held = append(w.held, heldClaim{id, fp})
 	}
-	chunks := w.chunks
 	err := w.list.add(id)
-	if err == nil && w.chunks == chunks && len(w.held) >= heldMax {
+	if err == nil && len(w.cut) == 0 && len(w.held) >= heldMax {
 		err = w.list.flush()
 	}
-	if err == nil && w.chunks != chunks {
-		err = w.releaseHeld()
+	if err == nil && len(w.cut) > 0 {
+		err = w.queueSegment()
 	}
 	if err != nil {
 		return w.fail(err)
@@ -395,20 +403,27 @@ func (w *claimWriter) Release(id string) error {
 // force, and this writer pending.
 func (w *claimWriter) Commit() error {
 	if err := w.usable(); err != nil {
+		if !w.done {
+			// An earlier failure: Commit ends the writer as Abort would
+			// (its caller calls one of them), stopping the pump.
+			w.done = true
+			w.pump.abort()
+		}
 		return err
 	}
 	w.done = true
 	err := w.list.flush()
-	if err == nil {
-		err = w.releaseHeld()
+	if err == nil && len(w.cut) > 0 {
+		err = w.queueSegment()
 	}
 	if err == nil {
-		err = w.out.Flush()
+		err = w.pump.finish()
+	} else {
+		w.pump.abort()
 	}
 	if err != nil {
 		// The head still names the previous generation, and this one
 		// stays pending: the next writer releases its claims.
-		w.out.Wait()
 		return w.fail(err)
 	}
 	h := head{gen: w.gen, chunks: w.chunks, count: w.count}
@@ -424,17 +439,17 @@ func (w *claimWriter) Commit() error {
 	return nil
 }
 
-// Abort implements collect.ClaimWriter. It waits for the writes in flight
-// and drops the claims held back. The chunks written stay, and the writer
-// stays pending in the head: the next writer of the period reads them and
+// Abort implements collect.ClaimWriter. It waits for the segments queued
+// and the writes in flight, and drops the claims held back. The chunks
+// written stay, and the writer stays pending in the head: the next writer of the period reads them and
 // releases the claims written. It does nothing after Commit or Abort.
 func (w *claimWriter) Abort() {
 	if w.done {
 		return
 	}
 	w.done = true
-	w.out.Wait()
-	w.held = nil
+	w.pump.abort()
+	w.held, w.cut = nil, nil
 }
 
 // clip shortens s for an error message.

@@ -282,3 +282,51 @@ func TestIndexCommitLostResponse(t *testing.T) {
 		})
 	}
 }
+
+// TestIndexWriterPumpFailure: a claim write that fails while the caller
+// goes on adding is returned by a later Add (or Commit); the writer writes
+// no chunk after it, and Commit, called after the failure as the deduper
+// does, returns it and stops the pump.
+func TestIndexWriterPumpFailure(t *testing.T) {
+	f := &faultAPI{batch: func(int, []types.WriteRequest) ([]types.WriteRequest, []types.WriteRequest, error) {
+		return nil, nil, &smithy.GenericAPIError{Code: "ValidationException", Message: "item too large"}
+	}}
+	s, _ := newFaultIndex(t, f)
+	old := heldMax
+	heldMax = 100
+	t.Cleanup(func() { heldMax = old })
+	w, err := s.NewClaimWriter(t.Context(), ixJob, hourOf(ixP0), ixExp, ixNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cw := w.(*claimWriter)
+	ids := ixSeqIDs(100_000)
+	added := 0
+	for _, id := range ids {
+		if err = w.Add(id, indextest.FP(id, 0), true); err != nil {
+			break
+		}
+		added++
+	}
+	if err == nil {
+		err = w.Commit()
+	} else if cerr := w.Commit(); cerr == nil {
+		t.Error("Commit after a failed Add succeeded")
+	}
+	if err == nil || !strings.Contains(err.Error(), "item too large") {
+		t.Fatalf("writer over failing claim writes: %v after %d Adds, want the server's error", err, added)
+	}
+	select {
+	case <-cw.pump.ended:
+	case <-time.After(time.Minute):
+		t.Fatal("the pump still runs after Commit")
+	}
+	// The failing claims were those of chunk 0: the pump wrote no chunk
+	// after it (the next writer reads chunks until one is missing).
+	if cw.chunks != 1 || ixExists(t, s, chunkKey(ixJob, ixP0, cw.gen, 1)) {
+		t.Errorf("%d chunks written, want 1: none after the failure", cw.chunks)
+	}
+	if got, err := ixRead(t, s); err != nil || len(got) != 0 {
+		t.Errorf("PeriodIDs after a failed writer = %d ids, %v; want none", len(got), err)
+	}
+}

@@ -289,10 +289,17 @@ func TestIndexAbortKeepsListPending(t *testing.T) {
 		}
 	}
 	cw := w.(*claimWriter)
+	// The pump writes in the background: let it write chunk 0 first.
+	for deadline := time.Now().Add(time.Minute); !ixExists(t, s, chunkKey(ixJob, ixP0, cw.gen, 0)); {
+		if time.Now().After(deadline) {
+			t.Fatal("chunk 0 not written after a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	w.Abort()
 	if cw.chunks < 1 {
 		t.Fatalf("%d chunks written before Abort, want some", cw.chunks)
 	}
-	w.Abort()
 	for n := range cw.chunks {
 		if !ixExists(t, s, chunkKey(ixJob, ixP0, cw.gen, n)) {
 			t.Errorf("chunk %d gone after Abort", n)

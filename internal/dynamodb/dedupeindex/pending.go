@@ -120,37 +120,6 @@ func (w *claimWriter) wrap(what string, seq iter.Seq2[string, error]) iter.Seq2[
 	}
 }
 
-// putChunk writes chunk n of the writer's list, synchronously: the claims
-// of its ids are written only after it.
-func (w *claimWriter) putChunk(data []byte) error {
-	key := chunkKey(w.job, w.period, w.gen, w.chunks)
-	_, err := w.ix.api.PutItem(w.ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(w.ix.table),
-		Item:      map[string]types.AttributeValue{attr.Job: attr.S(key), attrIDs: attr.B(data), attrExpiresAt: w.expiresN},
-	})
-	if err != nil {
-		return fmt.Errorf("put chunk %q: %w", key, err)
-	}
-	w.chunks++
-	return nil
-}
-
-// releaseHeld queues the held claims, whose ids are all in chunks written.
-func (w *claimWriter) releaseHeld() error {
-	for _, c := range w.held {
-		key := claimKey(w.job, c.id)
-		err := w.out.Put(types.WriteRequest{PutRequest: &types.PutRequest{Item: map[string]types.AttributeValue{
-			attr.Job: attr.S(key), attrPeriod: w.periodN, attrPeriodEnd: w.endN, attrFP: attr.B(c.fp[:]), attrExpiresAt: w.expiresN,
-		}}}, len(key)+80)
-		if err != nil {
-			return err
-		}
-	}
-	clear(w.held)
-	w.held = w.held[:0]
-	return nil
-}
-
 // released returns the generations Commit removes from the pending set:
 // the writer's own and those of the failed writers whose lists Previous
 // read to the end (the others stay pending, for the next writer).
