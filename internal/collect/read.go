@@ -126,7 +126,7 @@ func (c *Collected) read(ctx context.Context, src Source) error {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			pr := &partReader{c: c, log: c.rejects[i], res: &results[i]}
-			err := src.Query(ctx, pk, "", pr.page)
+			err := queryPipelined(ctx, src, pk, pr.page)
 			if ferr := c.rejects[i].finish(); err == nil {
 				err = ferr
 			}
@@ -145,6 +145,63 @@ func (c *Collected) read(ctx context.Context, src Source) error {
 		c.Fingerprint.Merge(r.fp)
 	}
 	return nil
+}
+
+// pagesAhead is how many pages of a partition wait for its page
+// function while the Query reads the next ones.
+const pagesAhead = 2
+
+// queryPipelined is src.Query(ctx, pk, "", fn) with fn called on a
+// goroutine of its own, in page order, while the Query reads and decodes
+// the next pages: the store's read (bbolt and decoding, or a DynamoDB
+// round trip) and the work on each item (fingerprint, validation, the sort
+// record) run on two cores. Each page is a copy of the Query's (the
+// items themselves are not copied: Source lets fn keep them); at most
+// pagesAhead+1 pages are held. The first error of either side stops both
+// and is returned.
+func queryPipelined(ctx context.Context, src Source, pk string, fn func([]item.Item) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	pages := make(chan []item.Item, pagesAhead)
+	free := make(chan []item.Item, pagesAhead+1)
+	var fnErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for pg := range pages {
+			if fnErr != nil {
+				continue // drain: the Query is being stopped
+			}
+			if fnErr = fn(pg); fnErr != nil {
+				cancel(fnErr)
+			}
+			clear(pg) // drop the items' references
+			select {
+			case free <- pg[:0]:
+			default:
+			}
+		}
+	}()
+	qerr := src.Query(ctx, pk, "", func(page []item.Item) error {
+		var pg []item.Item
+		select {
+		case pg = <-free:
+		default:
+		}
+		pg = append(pg, page...)
+		select {
+		case pages <- pg:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	close(pages)
+	<-done
+	if fnErr != nil {
+		return fnErr // what stopped the Query, if it stopped
+	}
+	return qerr
 }
 
 // partReader turns one partition's pages into sort records and rejects.
