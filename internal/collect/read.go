@@ -12,6 +12,7 @@
 package collect
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -239,7 +240,8 @@ func (pr *partReader) page(page []item.Item) error {
 			pr.log.sightID(it)
 			continue
 		}
-		pr.key, pr.val = idKey(pr.key[:0], &tx), tx.AppendBinary(pr.val[:0])
+		// The value leaves out what the key holds (keys, id).
+		pr.key, pr.val = idKey(pr.key[:0], &tx), tx.AppendBinaryBody(pr.val[:0])
 		if err := pr.c.sorted.Add(pr.key, pr.val); err != nil {
 			return fmt.Errorf("sort by transaction id: %w", err)
 		}
@@ -290,6 +292,21 @@ func keyID(key []byte) (id []byte, fp [FPLen]byte, ok bool) {
 		}
 	}
 	return nil, fp, false
+}
+
+// decodeRecord decodes a sort record by transaction id (idKey, and the
+// transaction's AppendBinaryBody) into tx.
+func decodeRecord(key, value []byte, tx *item.Transaction) error {
+	id, _, ok := keyID(key)
+	if !ok {
+		return fmt.Errorf("malformed key %q: %w", key, item.ErrCorruptRecord)
+	}
+	keys := key[len(id)+1+FPLen:]
+	i := bytes.IndexByte(keys, 0) // partition keys hold no 0x00
+	if i < 0 {
+		return fmt.Errorf("malformed key %q: %w", key, item.ErrCorruptRecord)
+	}
+	return tx.DecodeBinaryBody(keys[:i], keys[i+1:], id, value)
 }
 
 // rejectsPath is where Dedupe joins the rejects file.
