@@ -150,7 +150,7 @@ func (c *Collected) read(ctx context.Context, src Source) error {
 
 // pagesAhead is how many pages of a partition wait for its page
 // function while the Query reads the next ones.
-const pagesAhead = 2
+const pagesAhead = 1
 
 // queryPipelined is src.Query(ctx, pk, "", fn) with fn called on a
 // goroutine of its own, in page order, while the Query reads and decodes
