@@ -34,6 +34,11 @@ import (
 // and decoded by one goroutine; a run's tx/s over its items/s is the
 // ratio PERFORMANCE.md reports. The process's anonymous RSS at sizes up
 // to 5M is measured on the built binary by scripts/bench.sh.
+// RJBENCH_WINDOW=0 sets report.dedupe_window (0: no dedupe index).
+// RJBENCH_STATEMENTS=none (or a list such as csv) sets
+// statements.agency_files.
+// RJBENCH_CPUPROF=FILE profiles the CPU of the runs only (-cpuprofile
+// also counts the store's generation).
 // RJBENCH_HEAPPROF=FILE writes a heap profile at each new heap peak.
 
 var benchPeriod = report.Period{Start: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)}
@@ -60,24 +65,65 @@ func benchConfig(b *testing.B, dir string, lineItems bool) string {
 	body := fmt.Sprintf(`job_name: bench
 store: {backend: embedded, embedded: {path: %q}}
 sink: {url: %q}
-report: {period: 1h, lateness: 2m, start: "2026-01-01", line_items: %t, agency_files: [csv], max_periods_per_run: 1}
+report: {period: 1h, lateness: 2m, start: "2026-01-01", line_items: %t, agency_files: [csv], max_periods_per_run: 1%s}
 log: {level: warn}
-`, filepath.Join(dir, "store.db"), "file://"+filepath.Join(dir, "reports"), lineItems)
+%s`, filepath.Join(dir, "store.db"), "file://"+filepath.Join(dir, "reports"), lineItems, benchWindow(), benchStatements())
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	return cfg
 }
 
+// benchWindow is the report settings' tail for RJBENCH_WINDOW, a
+// report.dedupe_window such as 0 (the index out of the measure); "" when
+// unset (the default window).
+func benchWindow() string {
+	w := os.Getenv("RJBENCH_WINDOW")
+	if w == "" {
+		return ""
+	}
+	return ", dedupe_window: " + strconv.Quote(w)
+}
+
+// benchStatements is the statements settings for RJBENCH_STATEMENTS, the
+// list of statements.agency_files ("none" for none: the monthly draft's
+// agency files out of the measure); "" when unset (the default files).
+func benchStatements() string {
+	f := os.Getenv("RJBENCH_STATEMENTS")
+	switch f {
+	case "":
+		return ""
+	case "none":
+		f = ""
+	}
+	return "statements: {agency_files: [" + f + "]}\n"
+}
+
 // benchStore makes a store of n generated transactions in the benchmark
 // period and returns its path.
+// With RJBENCH_STORE=FILE, the store is generated once into FILE and
+// reused by later benchmarks of the same size (FILE.n holds n): runs
+// compared with benchstat then measure the run alone, also in CPU time.
 func benchStore(b *testing.B, n int) string {
 	b.Helper()
+	cache := os.Getenv("RJBENCH_STORE")
+	if cache != "" {
+		if got, err := os.ReadFile(cache + ".n"); err == nil && string(got) == strconv.Itoa(n) {
+			return cache
+		}
+	}
 	dir := b.TempDir()
 	mustRunCLI(b, "--config", benchConfig(b, dir, true), "ingest", "--generate", strconv.Itoa(n), "--agencies", "500",
 		"--from", benchPeriod.Start.Format(time.RFC3339), "--to", benchPeriod.End.Format(time.RFC3339),
 		"--allow-late", "--now", benchNow)
-	return filepath.Join(dir, "store.db")
+	path := filepath.Join(dir, "store.db")
+	if cache != "" {
+		copyFile(b, path, cache)
+		if err := os.WriteFile(cache+".n", []byte(strconv.Itoa(n)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return path
 }
 
 func mustRunCLI(b *testing.B, args ...string) string {
@@ -106,9 +152,11 @@ func benchRun(b *testing.B, lineItems bool) {
 		copyFile(b, src, filepath.Join(dir, "store.db"))
 		cfg := benchConfig(b, dir, lineItems)
 		ph := startHeapPeak()
+		stopCPU := startCPUProfile(b)
 		b.StartTimer()
 		out := mustRunCLI(b, "--config", cfg, "run", "--now", benchNow)
 		b.StopTimer()
+		stopCPU()
 		peak = max(peak, ph.stop())
 		if !bytes.Contains([]byte(out), []byte(`"transactions":`+strconv.Itoa(n)+`,`)) {
 			b.Fatalf("run did not bill %d transactions: %s", n, out)
@@ -118,6 +166,30 @@ func benchRun(b *testing.B, lineItems bool) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tx/s")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+}
+
+// startCPUProfile profiles the CPU to the file RJBENCH_CPUPROF names, if
+// set, until the returned function is called: the run alone, without the
+// store's generation that -cpuprofile also counts.
+func startCPUProfile(b *testing.B) (stop func()) {
+	b.Helper()
+	path := os.Getenv("RJBENCH_CPUPROF")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkRawRead Queries and decodes the period's items with one

@@ -12,6 +12,7 @@
 package aggregate
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -100,8 +101,11 @@ func (a *Aggregator) Add(tx *item.Transaction) error {
 		return fmt.Errorf("agency %q %s: %w", tx.AgencyID, tx.Currency.Code, ErrOverflow)
 	}
 	if a.lines != nil {
+		// The value leaves out the keys, which lineKey holds.
 		a.key = lineKey(a.key[:0], tx)
-		a.val = binary.BigEndian.AppendUint32(tx.AppendBinary(a.val[:0]), uint32(bps))
+		a.val = binary.AppendUvarint(a.val[:0], uint64(len(tx.ID)))
+		a.val = append(a.val, tx.ID...)
+		a.val = binary.BigEndian.AppendUint32(tx.AppendBinaryBody(a.val), uint32(bps))
 		if err := a.lines.Add(a.key, a.val); err != nil {
 			return fmt.Errorf("sort line items: %w", err)
 		}
@@ -175,13 +179,27 @@ func (l *Lines) Next() bool {
 	if l.err != nil || !l.it.Next() {
 		return false
 	}
-	// The value is the transaction, then the rate Add priced it at.
-	v := l.it.Value()
-	if len(v) < 4 {
+	// The value is the transaction id and the transaction without its
+	// keys (AppendBinaryBody), then the rate Add priced it at; the keys
+	// are the key's last two parts.
+	k, v := l.it.Key(), l.it.Value()
+	idLen, n := binary.Uvarint(v)
+	end := bytes.LastIndexByte(k, 0) // partition keys hold no 0x00
+	start := 0
+	for range 2 { // after agency and currency, which hold no 0x00
+		i := bytes.IndexByte(k[start:], 0)
+		if i < 0 {
+			start = len(k) + 1 // malformed
+			break
+		}
+		start += i + 1
+	}
+	if n <= 0 || uint64(len(v)-n) < idLen+4 || end < start {
 		l.err = fmt.Errorf("line items: %w", item.ErrCorruptRecord)
 		return false
 	}
-	if err := l.cur.Tx.DecodeBinary(v[:len(v)-4]); err != nil {
+	id := v[n : n+int(idLen)]
+	if err := l.cur.Tx.DecodeBinaryBody(k[end+1:], k[start:end], id, v[n+int(idLen):len(v)-4]); err != nil {
 		l.err = fmt.Errorf("line items: %w", err)
 		return false
 	}

@@ -183,9 +183,9 @@ func (d *deduper) decide(b *batch) error {
 	for i := range b.entries {
 		e := &b.entries[i]
 		if e.conflict != nil {
-			for _, v := range e.conflict {
+			for _, r := range e.conflict {
 				var tx item.Transaction
-				if err := tx.DecodeBinary(v); err != nil {
+				if err := decodeRecord(r.key, r.value, &tx); err != nil {
 					return fmt.Errorf("sort by transaction id: %w", err)
 				}
 				r := newReject(tx.Item(), item.AttrTransactionID, tx.ID, fmt.Sprintf(reasonConflict, len(e.conflict)))

@@ -30,8 +30,11 @@ type batch struct {
 type entry struct {
 	cand     candidate
 	dups     int
-	conflict [][]byte
+	conflict []record
 }
+
+// record is one sort record (decodeRecord decodes it).
+type record struct{ key, value []byte }
 
 // grouper walks the id-sorted records in a goroutine of its own, groups
 // the copies of each transaction id, decodes them, and sends them in
@@ -55,7 +58,7 @@ type grouper struct {
 	inflight sync.WaitGroup
 
 	// The group of records of the current transaction id.
-	group   [][]byte // values (encoded transactions), in arena
+	group   []record // the records, in arena
 	groupID []byte
 	groupFP [FPLen]byte
 	mixed   bool // the group holds different contents
@@ -100,10 +103,12 @@ func (g *grouper) walkRecords() error {
 		} else if fp != g.groupFP {
 			g.mixed = true
 		}
-		// Values are kept for the group only: usually one record.
+		// Records are kept for the group only: usually one.
 		start := len(g.arena)
+		g.arena = append(g.arena, g.it.Key()...)
+		mid := len(g.arena)
 		g.arena = append(g.arena, g.it.Value()...)
-		g.group = append(g.group, g.arena[start:len(g.arena):len(g.arena)])
+		g.group = append(g.group, record{key: g.arena[start:mid:mid], value: g.arena[mid:len(g.arena):len(g.arena)]})
 	}
 	if err := g.it.Err(); err != nil {
 		return fmt.Errorf("sort by transaction id: %w", err)
@@ -132,7 +137,7 @@ func (g *grouper) endGroup() error {
 		g.group, g.arena = nil, nil
 	} else {
 		e := entry{dups: len(g.group) - 1}
-		if err := e.cand.tx.DecodeBinary(g.group[0]); err != nil {
+		if err := decodeRecord(g.group[0].key, g.group[0].value, &e.cand.tx); err != nil {
 			return fmt.Errorf("sort by transaction id: %w", err)
 		}
 		e.cand.fp = g.groupFP

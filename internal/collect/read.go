@@ -12,6 +12,7 @@
 package collect
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -126,7 +127,7 @@ func (c *Collected) read(ctx context.Context, src Source) error {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			pr := &partReader{c: c, log: c.rejects[i], res: &results[i]}
-			err := src.Query(ctx, pk, "", pr.page)
+			err := queryPipelined(ctx, src, pk, pr.page)
 			if ferr := c.rejects[i].finish(); err == nil {
 				err = ferr
 			}
@@ -145,6 +146,63 @@ func (c *Collected) read(ctx context.Context, src Source) error {
 		c.Fingerprint.Merge(r.fp)
 	}
 	return nil
+}
+
+// pagesAhead is how many pages of a partition wait for its page
+// function while the Query reads the next ones.
+const pagesAhead = 1
+
+// queryPipelined is src.Query(ctx, pk, "", fn) with fn called on a
+// goroutine of its own, in page order, while the Query reads and decodes
+// the next pages: the store's read (bbolt and decoding, or a DynamoDB
+// round trip) and the work on each item (fingerprint, validation, the sort
+// record) run on two cores. Each page is a copy of the Query's (the
+// items themselves are not copied: Source lets fn keep them); at most
+// pagesAhead+1 pages are held. The first error of either side stops both
+// and is returned.
+func queryPipelined(ctx context.Context, src Source, pk string, fn func([]item.Item) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	pages := make(chan []item.Item, pagesAhead)
+	free := make(chan []item.Item, pagesAhead+1)
+	var fnErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for pg := range pages {
+			if fnErr != nil {
+				continue // drain: the Query is being stopped
+			}
+			if fnErr = fn(pg); fnErr != nil {
+				cancel(fnErr)
+			}
+			clear(pg) // drop the items' references
+			select {
+			case free <- pg[:0]:
+			default:
+			}
+		}
+	}()
+	qerr := src.Query(ctx, pk, "", func(page []item.Item) error {
+		var pg []item.Item
+		select {
+		case pg = <-free:
+		default:
+		}
+		pg = append(pg, page...)
+		select {
+		case pages <- pg:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	close(pages)
+	<-done
+	if fnErr != nil {
+		return fnErr // what stopped the Query, if it stopped
+	}
+	return qerr
 }
 
 // partReader turns one partition's pages into sort records and rejects.
@@ -182,7 +240,8 @@ func (pr *partReader) page(page []item.Item) error {
 			pr.log.sightID(it)
 			continue
 		}
-		pr.key, pr.val = idKey(pr.key[:0], &tx), tx.AppendBinary(pr.val[:0])
+		// The value leaves out what the key holds (keys, id).
+		pr.key, pr.val = idKey(pr.key[:0], &tx), tx.AppendBinaryBody(pr.val[:0])
 		if err := pr.c.sorted.Add(pr.key, pr.val); err != nil {
 			return fmt.Errorf("sort by transaction id: %w", err)
 		}
@@ -233,6 +292,21 @@ func keyID(key []byte) (id []byte, fp [FPLen]byte, ok bool) {
 		}
 	}
 	return nil, fp, false
+}
+
+// decodeRecord decodes a sort record by transaction id (idKey, and the
+// transaction's AppendBinaryBody) into tx.
+func decodeRecord(key, value []byte, tx *item.Transaction) error {
+	id, _, ok := keyID(key)
+	if !ok {
+		return fmt.Errorf("malformed key %q: %w", key, item.ErrCorruptRecord)
+	}
+	keys := key[len(id)+1+FPLen:]
+	i := bytes.IndexByte(keys, 0) // partition keys hold no 0x00
+	if i < 0 {
+		return fmt.Errorf("malformed key %q: %w", key, item.ErrCorruptRecord)
+	}
+	return tx.DecodeBinaryBody(keys[:i], keys[i+1:], id, value)
 }
 
 // rejectsPath is where Dedupe joins the rejects file.

@@ -20,7 +20,8 @@ import (
 // sort key order (byte order of the UTF-8 key), until the partition is done
 // or fn returns an error, which Query returns as is. A partition with no
 // items is not an error: fn is not called. Pages are bounded (DynamoDB: 1 MB);
-// fn must not keep the slice after it returns. Implementations retry
+// fn must not keep the slice after it returns, but may keep its items: an
+// item's strings and Attrs map are never reused or changed by Query. Implementations retry
 // throttling and transient errors themselves; an error from Query is final
 // for that call. Query is safe for concurrent use.
 type Source interface {

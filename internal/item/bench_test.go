@@ -57,3 +57,39 @@ func BenchmarkBinaryRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBinary encodes and decodes a typical transaction as a spill
+// record: whole (AppendBinary, the encoding sort records used before) and
+// without its keys and id (AppendBinaryBody, given back apart), with the
+// record's bytes.
+func BenchmarkBinary(b *testing.B) {
+	tx, err := Parse(benchItem())
+	if err != nil {
+		b.Fatal(err)
+	}
+	pk, sk, id := []byte(tx.PK), []byte(tx.SK), []byte(tx.ID)
+	b.Run("whole", func(b *testing.B) {
+		var buf []byte
+		var got Transaction
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = tx.AppendBinary(buf[:0])
+			if err := got.DecodeBinary(buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(buf)), "B/record")
+	})
+	b.Run("body", func(b *testing.B) {
+		var buf []byte
+		var got Transaction
+		b.ReportAllocs()
+		for b.Loop() {
+			buf = tx.AppendBinaryBody(buf[:0])
+			if err := got.DecodeBinaryBody(pk, sk, id, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(buf)), "B/record")
+	})
+}

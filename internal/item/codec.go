@@ -3,6 +3,7 @@ package item
 import (
 	"encoding/binary"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/money"
@@ -16,7 +17,18 @@ var ErrCorruptRecord = errors.New("corrupt transaction record")
 // job's external sorts spill to disk. Times keep seconds and nanoseconds
 // apart (UnixNano only covers 1678..2262).
 func (t *Transaction) AppendBinary(dst []byte) []byte {
-	for _, s := range [...]string{t.PK, t.SK, t.ID, t.AgencyID, t.CustomerID, t.ProductID, string(t.Kind), t.Currency.Code} {
+	for _, s := range [...]string{t.PK, t.SK, t.ID} {
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		dst = append(dst, s...)
+	}
+	return t.AppendBinaryBody(dst)
+}
+
+// AppendBinaryBody appends t's compact binary encoding without its keys
+// and transaction id (the last part of AppendBinary's): for a record
+// whose sort key already holds them (DecodeBinaryBody takes them back).
+func (t *Transaction) AppendBinaryBody(dst []byte) []byte {
+	for _, s := range [...]string{t.AgencyID, t.CustomerID, t.ProductID, string(t.Kind), t.Currency.Code} {
 		dst = binary.AppendUvarint(dst, uint64(len(s)))
 		dst = append(dst, s...)
 	}
@@ -37,9 +49,22 @@ func (t *Transaction) AppendBinary(dst []byte) []byte {
 // copied: b may be reused after it returns. The copy is one allocation
 // for the whole record, which the strings share.
 func (t *Transaction) DecodeBinary(b []byte) error {
+	return t.decode(nil, nil, nil, b, 8)
+}
+
+// DecodeBinaryBody decodes a record AppendBinaryBody wrote into t, with
+// the keys and transaction id given apart. Like DecodeBinary, it copies
+// every string with one allocation.
+func (t *Transaction) DecodeBinaryBody(pk, sk, id, body []byte) error {
+	return t.decode(pk, sk, id, body, 5)
+}
+
+// decode decodes b, which holds the last n of the 8 strings of
+// AppendBinary (n is 8 or 5: then pk, sk and id are the first three).
+func (t *Transaction) decode(pk, sk, id, b []byte, n int) error {
 	d := decoder{b: b}
-	var offs [8][2]int // start and end of each string in b
-	for i := range offs {
+	var offs [8][2]int // start and end of each string in all
+	for i := 8 - n; i < 8; i++ {
 		offs[i] = d.str()
 	}
 	digits, amount, bps := d.varint(), d.varint(), d.varint()
@@ -52,11 +77,36 @@ func (t *Transaction) DecodeBinary(b []byte) error {
 		*t = Transaction{}
 		return d.err
 	}
-	all := string(b[offs[0][0]:offs[7][1]])
-	base := offs[0][0]
+	var all string
+	if n == 8 {
+		all = string(b[offs[0][0]:offs[7][1]])
+		base := offs[0][0]
+		for i := range offs {
+			offs[i][0] -= base
+			offs[i][1] -= base
+		}
+	} else {
+		// One copy: pk, sk, id, then the body's strings as they lie in b.
+		head := len(pk) + len(sk) + len(id)
+		var sb strings.Builder
+		sb.Grow(head + offs[7][1] - offs[3][0])
+		sb.Write(pk)
+		sb.Write(sk)
+		sb.Write(id)
+		sb.Write(b[offs[3][0]:offs[7][1]])
+		all = sb.String()
+		offs[0] = [2]int{0, len(pk)}
+		offs[1] = [2]int{len(pk), len(pk) + len(sk)}
+		offs[2] = [2]int{len(pk) + len(sk), head}
+		base := offs[3][0] - head
+		for i := 3; i < 8; i++ {
+			offs[i][0] -= base
+			offs[i][1] -= base
+		}
+	}
 	var strs [8]string
 	for i, o := range offs {
-		strs[i] = all[o[0]-base : o[1]-base]
+		strs[i] = all[o[0]:o[1]]
 	}
 	*t = Transaction{
 		PK: strs[0], SK: strs[1], ID: strs[2], AgencyID: strs[3], CustomerID: strs[4], ProductID: strs[5],

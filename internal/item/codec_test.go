@@ -36,5 +36,19 @@ func TestBinaryRoundTrip(t *testing.T) {
 				t.Fatalf("truncated to %d bytes: err %v, want ErrCorruptRecord", n, err)
 			}
 		}
+		// The body alone, with the keys and id given apart.
+		body := tx.AppendBinaryBody(nil)
+		var gotBody Transaction
+		if err := gotBody.DecodeBinaryBody([]byte(tx.PK), []byte(tx.SK), []byte(tx.ID), body); err != nil {
+			t.Fatalf("%s: body: %v", at, err)
+		}
+		if gotBody != tx {
+			t.Errorf("body round trip:\n got %+v\nwant %+v", gotBody, tx)
+		}
+		for n := range len(body) {
+			if err := gotBody.DecodeBinaryBody(nil, nil, nil, body[:n]); !errors.Is(err, ErrCorruptRecord) {
+				t.Fatalf("body truncated to %d bytes: err %v, want ErrCorruptRecord", n, err)
+			}
+		}
 	}
 }
