@@ -100,20 +100,7 @@ func BenchmarkPeriodClaims(b *testing.B) {
 	}{{"fresh", 0}, {"35d", 35}} {
 		b.Run(tc.name, func(b *testing.B) {
 			dir := b.TempDir()
-			tmpl := filepath.Join(dir, "template.db")
-			db, err := bolt.Open(tmpl, 0o600, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			db.NoSync = true // preparation only
-			ix := New(db, tmpl)
-			for i := range tc.periods {
-				start := benchStart.Add(time.Duration(i) * day)
-				benchPeriod(b, ix, report.Period{Start: start, End: start.Add(day)}, benchIDs(i, nOld))
-			}
-			if err := db.Close(); err != nil {
-				b.Fatal(err)
-			}
+			tmpl := benchTemplate(b, tc.name, tc.periods, nOld)
 			start := benchStart.Add(time.Duration(tc.periods) * day)
 			p := report.Period{Start: start, End: start.Add(time.Hour)}
 			for b.Loop() {
@@ -137,6 +124,53 @@ func BenchmarkPeriodClaims(b *testing.B) {
 			b.ReportMetric(float64(nNew)*float64(b.N)/b.Elapsed().Seconds(), "claims/s")
 		})
 	}
+}
+
+// benchTemplates are the prepared stores, by name, kept for the process
+// (-count runs a benchmark again) in benchDir.
+var (
+	benchTemplates = map[string]string{}
+	benchDir       string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchDir != "" {
+		_ = os.RemoveAll(benchDir)
+	}
+	os.Exit(code)
+}
+
+// benchTemplate returns a store holding periods earlier daily periods of
+// nOld claims each.
+func benchTemplate(b *testing.B, name string, periods, nOld int) string {
+	if p, ok := benchTemplates[name]; ok {
+		return p
+	}
+	if benchDir == "" {
+		d, err := os.MkdirTemp("", "dedupeindex-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchDir = d
+	}
+	tmpl := filepath.Join(benchDir, name+".db")
+	db, err := bolt.Open(tmpl, 0o600, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.NoSync = true // preparation only
+	ix := New(db, tmpl)
+	day := 24 * time.Hour
+	for i := range periods {
+		start := benchStart.Add(time.Duration(i) * day)
+		benchPeriod(b, ix, report.Period{Start: start, End: start.Add(day)}, benchIDs(i, nOld))
+	}
+	if err := db.Close(); err != nil {
+		b.Fatal(err)
+	}
+	benchTemplates[name] = tmpl
+	return tmpl
 }
 
 func copyFile(b *testing.B, from, to string) {
