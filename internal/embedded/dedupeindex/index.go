@@ -220,20 +220,43 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 	}
 	var claims []collect.Claim
 	err := ix.db.View(func(tx *bolt.Tx) error {
-		b := nested(tx.Bucket(bucketClaims), []byte(job))
-		if b == nil {
-			return nil
-		}
+		_, _, lists, _ := jobPeriods(tx, job, false)
+		runs := jobRuns(lists)
+		base := nested(tx.Bucket(bucketClaims), []byte(job))
 		for _, id := range seen {
-			v := b.Get([]byte(id))
-			if v == nil {
-				continue
+			kb := []byte(id)
+			var v []byte
+			for _, r := range runs {
+				if v = r.Get(kb); len(v) > 0 {
+					break
+				}
 			}
-			c, err := decodeClaim(v)
-			if err != nil {
-				return fmt.Errorf("claim of %q: %w", clip(id), err)
+			var (
+				c     claimValue
+				found bool
+			)
+			if len(v) > 0 {
+				var err error
+				if c, err = decodeClaim(v); err != nil {
+					return fmt.Errorf("claim of %q: %w", clip(id), err)
+				}
+				found = true
 			}
-			claims = append(claims, c.claim(id))
+			if base != nil {
+				if v := base.Get(kb); v != nil {
+					bc, err := decodeClaim(v)
+					if err != nil {
+						return fmt.Errorf("claim of %q: %w", clip(id), err)
+					}
+					// A run's claim of the same period is the newer.
+					if !found || bc.period > c.period {
+						c, found = bc, true
+					}
+				}
+			}
+			if found {
+				claims = append(claims, c.claim(id))
+			}
 		}
 		return nil
 	})
@@ -241,6 +264,30 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 		return nil, fmt.Errorf("look up claims of job %q in %s: %w", job, ix.path, err)
 	}
 	return claims, nil
+}
+
+// jobRuns returns the generation buckets under lists, the latest period
+// first and, within a period, the newest generation first: the first of
+// them that holds a claim value for an id holds its claim.
+func jobRuns(lists *bolt.Bucket) []*bolt.Bucket {
+	if lists == nil {
+		return nil
+	}
+	var runs []*bolt.Bucket
+	c := lists.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		if v != nil {
+			continue
+		}
+		gens := lists.Bucket(k)
+		gc := gens.Cursor()
+		for g, gv := gc.Last(); g != nil; g, gv = gc.Prev() {
+			if gv == nil {
+				runs = append(runs, gens.Bucket(g))
+			}
+		}
+	}
+	return runs
 }
 
 // PeriodIDs implements collect.Index. It reads periodIDsPage ids per read

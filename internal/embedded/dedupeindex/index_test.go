@@ -94,7 +94,8 @@ func ixList(t *testing.T, s *Index, job string, period time.Time) []string {
 	return ids
 }
 
-// ixKeys counts the keys under periods/<job> and claims/<job>.
+// ixKeys counts the claims stored for job (claim values in its runs and
+// in the legacy claims/<job>) and the keys under periods/<job>.
 func ixKeys(t *testing.T, s *Index, job string) (claims, heads, expiry, lists int) {
 	t.Helper()
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -105,6 +106,14 @@ func ixKeys(t *testing.T, s *Index, job string) (claims, heads, expiry, lists in
 		if h != nil {
 			heads, expiry = h.Stats().KeyN, e.Stats().KeyN
 			_ = l.ForEachBucket(func([]byte) error { lists++; return nil })
+		}
+		for _, run := range jobRuns(l) {
+			_ = run.ForEach(func(_, v []byte) error {
+				if len(v) > 0 {
+					claims++
+				}
+				return nil
+			})
 		}
 		return nil
 	})
@@ -172,11 +181,15 @@ func (c *ixCutCtx) Err() error {
 	return nil
 }
 
+// TestIndexSweepInterrupted: with claims in the legacy by-id bucket, a
+// sweep walks the ids of the expired lists, indexBatch per transaction,
+// and a sweep cut short is finished by the next one.
 func TestIndexSweepInterrupted(t *testing.T) {
 	ixSmallBatches(t, 2, 1000)
 	s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
 	ids := []string{"a", "b", "c", "d", "e", "f", "g"}
 	ixCommit(t, s, sweepJob, sweepP0, sweepE0, sweepP1, true, ids...)
+	putLegacyClaim(t, s, sweepJob, "a", sweepP0, sweepE0)
 	// Two sweep transactions (4 ids), then the context ends.
 	c := &ixCutCtx{Context: t.Context()}
 	c.n.Store(2)
@@ -195,6 +208,55 @@ func TestIndexSweepInterrupted(t *testing.T) {
 	if got := ixClaimPeriods(t, s, sweepJob, ids...); len(got) != 0 {
 		t.Errorf("claims left after the sweep finished: %v", got)
 	}
+	if claims, heads, expiry, lists := ixKeys(t, s, sweepJob); claims != 0 || heads != 1 || expiry != 1 || lists != 1 {
+		t.Errorf("after the sweep: %d claims, %d heads, %d expiry keys, %d lists; want 0, 1, 1, 1", claims, heads, expiry, lists)
+	}
+}
+
+// putLegacyClaim stores a claim of id by the hour starting at period in
+// the legacy by-id bucket, as the layout before runs wrote it.
+func putLegacyClaim(t *testing.T, s *Index, job, id string, period, expires time.Time) {
+	t.Helper()
+	c := claimValue{period: period.UnixMilli(), end: period.Add(time.Hour).UnixMilli(), expires: expires.Unix(), fp: indextest.FP(id, 0)}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		root, err := tx.CreateBucketIfNotExists(bucketClaims)
+		if err != nil {
+			return err
+		}
+		b, err := root.CreateBucketIfNotExists([]byte(job))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(id), c.encode())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIndexSweepRuns: without legacy claims, the sweep drops each expired
+// list with its runs whole, one transaction each; cut short, the next
+// sweep drops the rest.
+func TestIndexSweepRuns(t *testing.T) {
+	ixSmallBatches(t, 2, 1000)
+	s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
+	ixCommit(t, s, sweepJob, sweepP0, sweepE0, sweepP1, true, "a", "b", "c")
+	ixCommit(t, s, sweepJob, sweepP1, sweepE1, sweepP1, true, "d", "e", "f")
+	c := &ixCutCtx{Context: t.Context()}
+	c.n.Store(1)
+	if _, err := s.NewClaimWriter(c, sweepJob, hourOf(sweepE1), sweepE1.Add(time.Hour), sweepE1); err == nil {
+		t.Fatal("NewClaimWriter with a context that ends succeeded")
+	}
+	if got := ixList(t, s, sweepJob, sweepP0); len(got) != 0 {
+		t.Errorf("list of p0 after one sweep transaction = %q, want it gone", got)
+	}
+	if got := ixList(t, s, sweepJob, sweepP1); len(got) != 3 {
+		t.Errorf("list of p1 after one sweep transaction = %q, want it whole", got)
+	}
+	if got := ixClaimPeriods(t, s, sweepJob, "a", "b", "c", "d", "e", "f"); len(got) != 3 {
+		t.Errorf("claims after one sweep transaction = %v, want p1's 3", got)
+	}
+	ixCommit(t, s, sweepJob, sweepE1, sweepE1.Add(time.Hour), sweepE1, false)
 	if claims, heads, expiry, lists := ixKeys(t, s, sweepJob); claims != 0 || heads != 1 || expiry != 1 || lists != 1 {
 		t.Errorf("after the sweep: %d claims, %d heads, %d expiry keys, %d lists; want 0, 1, 1, 1", claims, heads, expiry, lists)
 	}

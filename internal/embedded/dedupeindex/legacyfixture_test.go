@@ -3,6 +3,7 @@ package dedupeindex
 import (
 	"encoding/json"
 	"flag"
+	bolt "go.etcd.io/bbolt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -102,4 +103,116 @@ func TestWriteLegacyFixture(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(os.WriteFile(filepath.Join("testdata", "bucket-layout.json"), append(b, '\n'), 0o644))
+}
+
+// openFixture opens a copy of the legacy fixture.
+func openFixture(t *testing.T) (*Index, fixture) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "store.db")
+	b, err := os.ReadFile(filepath.Join("testdata", "bucket-layout.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var want fixture
+	j, err := os.ReadFile(filepath.Join("testdata", "bucket-layout.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(j, &want); err != nil {
+		t.Fatal(err)
+	}
+	return openIndex(t, path), want
+}
+
+func sameFixture(t *testing.T, what string, got, want fixture) {
+	t.Helper()
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(want)
+	if string(gj) != string(wj) {
+		t.Errorf("%s: the index answers\n%s\nwant (the bucket layout's answers)\n%s", what, gj, wj)
+	}
+}
+
+// TestLegacyStore: a store written by the by-id bucket layout (before
+// runs) answers the same (its claims are read where they are); a rebuild
+// of a period moves the period's claims into its run and releases the
+// others there, and still answers the same; the sweep of the last legacy
+// period removes the legacy bucket.
+func TestLegacyStore(t *testing.T) {
+	ix, want := openFixture(t)
+	sameFixture(t, "opened", readFixture(t, ix), want)
+	if n, _, _, _ := ixKeys(t, ix, "job"); n != 16 {
+		t.Fatalf("the fixture holds %d claims, want 16", n)
+	}
+
+	// p0 rebuilt as Dedupe decides it from the same claims: a and c are
+	// its own, moved is p3's (outside the window): none rewritten.
+	w, err := ix.NewClaimWriter(t.Context(), "job", hourOf(fixP[0]), fixExp(fixP[0]), fixStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prev []string
+	for id, err := range w.Previous() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = append(prev, id)
+	}
+	if !slices.Equal(prev, []string{"a", "c", "moved"}) {
+		t.Errorf("Previous = %q, want the legacy list [a c moved]", prev)
+	}
+	for _, id := range prev {
+		if err := w.Add(id, indextest.FP(id, map[string]byte{"a": 1}[id]), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	sameFixture(t, "after the rebuild of p0", readFixture(t, ix), want)
+	legacy := 0
+	_ = ix.db.View(func(tx *bolt.Tx) error {
+		if b := nested(tx.Bucket(bucketClaims), []byte("job")); b != nil {
+			legacy = b.Stats().KeyN
+		}
+		return nil
+	})
+	if legacy != 14 {
+		t.Errorf("%d claims left in the legacy bucket after p0's rebuild, want 14 (a and c moved to p0's run)", legacy)
+	}
+
+	// p1 rebuilt without e: e's legacy claim is released.
+	w, err = ix.NewClaimWriter(t.Context(), "job", hourOf(fixP[1]), fixExp(fixP[1]), fixStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add("d", indextest.FP("d", 0), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Release("e"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got := ixClaimPeriods(t, ix, "job", "d", "e")
+	if len(got) != 1 || !got["d"].Equal(fixP[1]) {
+		t.Errorf("claims of d, e after p1's rebuild = %v, want d's only", got)
+	}
+
+	// Everything expires: the sweep leaves nothing, legacy bucket included.
+	end := fixNow.Add(365 * 24 * time.Hour)
+	ixCommit(t, ix, "job", end, end.Add(2*time.Hour), end, false)
+	if n, heads, _, _ := ixKeys(t, ix, "job"); n != 0 || heads != 1 {
+		t.Errorf("after the sweep: %d claims, %d heads; want 0, 1", n, heads)
+	}
+	_ = ix.db.View(func(tx *bolt.Tx) error {
+		if b := nested(tx.Bucket(bucketClaims), []byte("job")); b != nil {
+			t.Errorf("the legacy claims bucket is still there (%d keys)", b.Stats().KeyN)
+		}
+		return nil
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -73,6 +74,12 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 		if err != nil {
 			return err
 		}
+		w.older = append(slices.Clone(w.failed), w.old.gen)
+		if !w.hadOld {
+			w.older = w.older[:len(w.failed)]
+		}
+		slices.Sort(w.older)
+		slices.Reverse(w.older)
 		_, err = gens.CreateBucket(genKey(w.gen))
 		return err
 	})
@@ -103,6 +110,9 @@ type claimWriter struct {
 	// failed are the generations of writers that started before this one
 	// and never committed, when it started.
 	failed []uint64
+	// older are the period's generations when it started, newest first:
+	// where the claims of ids added without write are carried from.
+	older []uint64
 	count  uint64
 	last   string
 	adds   []pendingAdd
@@ -202,47 +212,89 @@ func (w *claimWriter) wait() error {
 	return w.err
 }
 
-// write writes adds and releases in one transaction.
+// write writes adds and releases in one transaction: each id goes into
+// the writer's run (its generation bucket) with its claim value, written
+// or carried over (see carried), or with none; a release deletes only a
+// claim of the period in the legacy by-id bucket (the run's own claims
+// go with the older generations at Commit).
 func (w *claimWriter) write(adds []pendingAdd, rels []string) error {
 	return w.ix.db.Update(func(tx *bolt.Tx) error {
 		_, _, lists, _ := jobPeriods(tx, w.job, false)
-		list := nested(nested(lists, w.start), genKey(w.gen))
-		if list == nil {
+		gens := nested(lists, w.start)
+		run := nested(gens, genKey(w.gen))
+		if run == nil {
 			return fmt.Errorf("generation %d of the list was deleted by another writer", w.gen)
 		}
-		// Ids come in ascending order: pack the list's pages full.
-		list.FillPercent = 1
-		root, err := tx.CreateBucketIfNotExists(bucketClaims)
-		if err != nil {
-			return err
+		// Ids come in ascending order: pack the run's pages full.
+		run.FillPercent = 1
+		older := make([]*bolt.Bucket, 0, len(w.older))
+		for _, g := range w.older {
+			if b := gens.Bucket(genKey(g)); b != nil {
+				older = append(older, b)
+			}
 		}
-		claims, err := root.CreateBucketIfNotExists([]byte(w.job))
-		if err != nil {
-			return err
-		}
+		base := nested(tx.Bucket(bucketClaims), []byte(w.job))
 		// bbolt keeps keys and values until the transaction ends: no
 		// buffer is reused.
 		for _, a := range adds {
 			kb := []byte(a.id)
-			if err := list.Put(kb, nil); err != nil {
-				return fmt.Errorf("list id %q: %w", clip(a.id), err)
+			var v []byte
+			if a.write {
+				c := w.claim
+				c.fp = a.fp
+				v = c.encode()
+			} else {
+				var err error
+				if v, err = w.carried(older, base, kb); err != nil {
+					return err
+				}
 			}
-			if !a.write {
-				continue
-			}
-			c := w.claim
-			c.fp = a.fp
-			if err := claims.Put(kb, c.encode()); err != nil {
+			if err := run.Put(kb, v); err != nil {
 				return fmt.Errorf("claim of %q: %w", clip(a.id), err)
 			}
 		}
-		for _, id := range rels {
-			if err := deleteClaimOf(claims, id, w.claim.period); err != nil {
-				return err
+		if base != nil {
+			for _, id := range rels {
+				if err := deleteClaimOf(base, id, w.claim.period); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	})
+}
+
+// carried returns the claim value that an id added without write keeps:
+// the period's own, from the newest older generation of the period that
+// wrote one, or from the legacy by-id bucket when it names the period
+// (then moved: deleted there); nil when the period has none (the id's
+// claim, if any, is another period's). A value from an older run is
+// copied: those runs go at Commit.
+func (w *claimWriter) carried(older []*bolt.Bucket, base *bolt.Bucket, id []byte) ([]byte, error) {
+	for _, b := range older {
+		if v := b.Get(id); len(v) > 0 {
+			return append([]byte(nil), v...), nil
+		}
+	}
+	if base == nil {
+		return nil, nil
+	}
+	v := base.Get(id)
+	if v == nil {
+		return nil, nil
+	}
+	c, err := decodeClaim(v)
+	if err != nil {
+		return nil, fmt.Errorf("claim of %q: %w", clip(string(id)), err)
+	}
+	if c.period != w.claim.period {
+		return nil, nil
+	}
+	v = append([]byte(nil), v...)
+	if err := base.Delete(id); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // deleteClaimOf deletes id's claim when it points to the period starting
@@ -416,7 +468,13 @@ func sweepBatch(tx *bolt.Tx, job string, heads, expiry, lists *bolt.Bucket, ek [
 		}
 	}
 	gens := nested(lists, start)
-	if gens != nil {
+	claims := nested(tx.Bucket(bucketClaims), []byte(job))
+	if gens != nil && claims != nil {
+		// Claims of the legacy by-id bucket may point to the period: each
+		// id of every generation is looked at, indexBatch per
+		// transaction. Without that bucket, the period's runs hold all
+		// its claims, and go whole.
+		//
 		// Every generation: the committed list's and those of writers
 		// that never committed (their claims point to this period too).
 		var names [][]byte
@@ -426,7 +484,6 @@ func sweepBatch(tx *bolt.Tx, job string, heads, expiry, lists *bolt.Bucket, ek [
 		}); err != nil {
 			return err
 		}
-		claims := nested(tx.Bucket(bucketClaims), []byte(job))
 		budget := indexBatch
 		for _, name := range names {
 			list := gens.Bucket(name)
@@ -436,10 +493,8 @@ func sweepBatch(tx *bolt.Tx, job string, heads, expiry, lists *bolt.Bucket, ek [
 				ids = append(ids, append([]byte(nil), k...))
 			}
 			for _, id := range ids {
-				if claims != nil {
-					if err := deleteClaimOf(claims, string(id), unsortable(start)); err != nil {
-						return err
-					}
+				if err := deleteClaimOf(claims, string(id), unsortable(start)); err != nil {
+					return err
 				}
 				if err := list.Delete(id); err != nil {
 					return err
@@ -453,6 +508,14 @@ func sweepBatch(tx *bolt.Tx, job string, heads, expiry, lists *bolt.Bucket, ek [
 	if gens != nil {
 		if err := lists.DeleteBucket(start); err != nil {
 			return err
+		}
+	}
+	if claims != nil {
+		// The legacy bucket goes when its last claim does.
+		if k, _ := claims.Cursor().First(); k == nil {
+			if err := tx.Bucket(bucketClaims).DeleteBucket([]byte(job)); err != nil {
+				return err
+			}
 		}
 	}
 	if v != nil {
