@@ -113,12 +113,12 @@ type claimWriter struct {
 	// older are the period's generations when it started, newest first:
 	// where the claims of ids added without write are carried from.
 	older []uint64
-	count  uint64
-	last   string
-	adds   []pendingAdd
-	rels   []string
-	err    error // sticky: the first failure
-	done   bool
+	count uint64
+	last  string
+	adds  []pendingAdd
+	rels  []string
+	err   error // sticky: the first failure
+	done  bool
 	// writing receives the outcome of the batch being written, nil when
 	// none is.
 	writing chan error
