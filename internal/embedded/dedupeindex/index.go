@@ -220,14 +220,20 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 	}
 	var claims []collect.Claim
 	err := ix.db.View(func(tx *bolt.Tx) error {
-		_, _, lists, _ := jobPeriods(tx, job, false)
-		runs := jobRuns(lists)
+		runs, err := jobRuns(tx, job)
+		if err != nil {
+			return err
+		}
 		base := nested(tx.Bucket(bucketClaims), []byte(job))
 		for _, id := range seen {
 			kb := []byte(id)
+			h := idHash(kb)
 			var v []byte
 			for _, r := range runs {
-				if v = r.Get(kb); len(v) > 0 {
+				if r.filter != nil && !mayHold(r.filter, h) {
+					continue
+				}
+				if v = r.run.Get(kb); len(v) > 0 {
 					break
 				}
 			}
@@ -266,28 +272,62 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 	return claims, nil
 }
 
-// jobRuns returns the generation buckets under lists, the latest period
-// first and, within a period, the newest generation first: the first of
-// them that holds a claim value for an id holds its claim.
-func jobRuns(lists *bolt.Bucket) []*bolt.Bucket {
+// probe is a run Lookup reads: a generation bucket of a period, with its
+// filter (nil: read it for every id).
+type probe struct {
+	run    *bolt.Bucket
+	filter []byte
+}
+
+// jobRuns returns the runs of job Lookup reads, the latest period first
+// and, within a period, the newest generation first: the first of them
+// that holds a claim value for an id holds its claim. A committed list
+// without a filter was written before runs (its claims are in the legacy
+// bucket, its values empty) and is left out; the generations of writers
+// that have not committed (running, or failed) have no filter and are
+// read for every id.
+func jobRuns(tx *bolt.Tx, job string) ([]probe, error) {
+	heads, _, lists, _ := jobPeriods(tx, job, false)
 	if lists == nil {
-		return nil
+		return nil, nil
 	}
-	var runs []*bolt.Bucket
+	filters, _ := jobFilters(tx, job, false)
+	var runs []probe
 	c := lists.Cursor()
-	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+	for start, v := c.Last(); start != nil; start, v = c.Prev() {
 		if v != nil {
 			continue
 		}
-		gens := lists.Bucket(k)
+		var head uint64 // 0: none (generations start at 1)
+		if hv := heads.Get(start); hv != nil {
+			h, err := decodeHead(hv)
+			if err != nil {
+				return nil, err
+			}
+			head = h.gen
+		}
+		gens := lists.Bucket(start)
 		gc := gens.Cursor()
 		for g, gv := gc.Last(); g != nil; g, gv = gc.Prev() {
-			if gv == nil {
-				runs = append(runs, gens.Bucket(g))
+			if gv != nil || len(g) != 8 {
+				continue
 			}
+			p := probe{run: gens.Bucket(g)}
+			if binary.BigEndian.Uint64(g) == head {
+				if filters != nil {
+					p.filter = filters.Get(filterKey(start, head))
+				}
+				if p.filter == nil {
+					continue
+				}
+				if err := checkFilter(p.filter); err != nil {
+					return nil, fmt.Errorf("generation %d of period %s: %w", head, formatTime(time.UnixMilli(unsortable(start))), err)
+				}
+			}
+			runs = append(runs, p)
 		}
 	}
-	return runs
+	return runs, nil
 }
 
 // PeriodIDs implements collect.Index. It reads periodIDsPage ids per read

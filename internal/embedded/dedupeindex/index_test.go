@@ -107,12 +107,17 @@ func ixKeys(t *testing.T, s *Index, job string) (claims, heads, expiry, lists in
 			heads, expiry = h.Stats().KeyN, e.Stats().KeyN
 			_ = l.ForEachBucket(func([]byte) error { lists++; return nil })
 		}
-		for _, run := range jobRuns(l) {
-			_ = run.ForEach(func(_, v []byte) error {
-				if len(v) > 0 {
-					claims++
-				}
-				return nil
+		if l != nil {
+			_ = l.ForEachBucket(func(start []byte) error {
+				gens := l.Bucket(start)
+				return gens.ForEachBucket(func(g []byte) error {
+					return gens.Bucket(g).ForEach(func(_, v []byte) error {
+						if len(v) > 0 {
+							claims++
+						}
+						return nil
+					})
+				})
 			})
 		}
 		return nil

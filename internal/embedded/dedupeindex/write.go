@@ -357,6 +357,16 @@ func (w *claimWriter) Commit() error {
 		if err := expiry.Put(append(sortable(w.expires), w.start...), nil); err != nil {
 			return err
 		}
+		filters, err := jobFilters(tx, w.job, true)
+		if err != nil {
+			return err
+		}
+		if err := filters.Put(filterKey(w.start, w.gen), buildFilter(gens.Bucket(genKey(w.gen)))); err != nil {
+			return err
+		}
+		if err := deleteFilters(filters, w.start, w.gen); err != nil {
+			return err
+		}
 		return deleteGensBefore(gens, w.gen)
 	})
 	if err != nil {
@@ -507,6 +517,11 @@ func sweepBatch(tx *bolt.Tx, job string, heads, expiry, lists *bolt.Bucket, ek [
 	}
 	if gens != nil {
 		if err := lists.DeleteBucket(start); err != nil {
+			return err
+		}
+	}
+	if filters, _ := jobFilters(tx, job, false); filters != nil {
+		if err := deleteFilters(filters, start, ^uint64(0)); err != nil {
 			return err
 		}
 	}
