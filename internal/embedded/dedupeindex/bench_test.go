@@ -86,22 +86,27 @@ func benchPeriod(b *testing.B, ix *Index, p report.Period, ids []string) int {
 // RJBENCH_IX_NEW new transactions (default 200,000): look up every id
 // (batches of 100) and write its claim, then commit. "fresh" starts from
 // an empty index; "35d" from one holding 35 earlier daily periods of
-// RJBENCH_IX_OLD ids each (default 20,000), written by the same code: the
-// new ids interleave with theirs across the key space. Each iteration
-// copies the prepared file first (not timed).
+// RJBENCH_IX_OLD ids each (default 20,000); "35d-hourly" from 840 earlier
+// hourly periods of RJBENCH_IX_HOURLY_OLD ids each (default 1,000). The
+// earlier claims are written by the same code, and the new ids interleave
+// with theirs across the key space. Each iteration copies the prepared
+// file first (not timed).
 func BenchmarkPeriodClaims(b *testing.B) {
 	nNew := benchEnv(b, "RJBENCH_IX_NEW", 200_000)
 	nOld := benchEnv(b, "RJBENCH_IX_OLD", 20_000)
 	ids := benchIDs(-1, nNew)
 	day := 24 * time.Hour
+	nHourly := benchEnv(b, "RJBENCH_IX_HOURLY_OLD", 1_000)
 	for _, tc := range []struct {
 		name    string
 		periods int
-	}{{"fresh", 0}, {"35d", 35}} {
+		period  time.Duration
+		old     int
+	}{{"fresh", 0, day, 0}, {"35d", 35, day, nOld}, {"35d-hourly", 35 * 24, time.Hour, nHourly}} {
 		b.Run(tc.name, func(b *testing.B) {
 			dir := b.TempDir()
-			tmpl := benchTemplate(b, tc.name, tc.periods, nOld)
-			start := benchStart.Add(time.Duration(tc.periods) * day)
+			tmpl := benchTemplate(b, tc.name, tc.periods, tc.period, tc.old)
+			start := benchStart.Add(time.Duration(tc.periods) * tc.period)
 			p := report.Period{Start: start, End: start.Add(time.Hour)}
 			for b.Loop() {
 				b.StopTimer()
@@ -141,9 +146,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// benchTemplate returns a store holding periods earlier daily periods of
-// nOld claims each.
-func benchTemplate(b *testing.B, name string, periods, nOld int) string {
+// benchTemplate returns a store holding periods earlier periods of length
+// period of nOld claims each.
+func benchTemplate(b *testing.B, name string, periods int, period time.Duration, nOld int) string {
 	if p, ok := benchTemplates[name]; ok {
 		return p
 	}
@@ -161,10 +166,9 @@ func benchTemplate(b *testing.B, name string, periods, nOld int) string {
 	}
 	db.NoSync = true // preparation only
 	ix := New(db, tmpl)
-	day := 24 * time.Hour
 	for i := range periods {
-		start := benchStart.Add(time.Duration(i) * day)
-		benchPeriod(b, ix, report.Period{Start: start, End: start.Add(day)}, benchIDs(i, nOld))
+		start := benchStart.Add(time.Duration(i) * period)
+		benchPeriod(b, ix, report.Period{Start: start, End: start.Add(period)}, benchIDs(i, nOld))
 	}
 	if err := db.Close(); err != nil {
 		b.Fatal(err)

@@ -55,27 +55,34 @@ func filterBlock(h uint64, nblocks uint32) uint32 {
 	return uint32((uint64(uint32(h>>32)) * uint64(nblocks)) >> 32)
 }
 
-// buildFilter returns the filter of the ids with a claim value in run.
+// buildFilter returns the filter of the ids with a claim value in run. It
+// reads the run twice (to count, then to hash) rather than hold the
+// hashes: its memory is the filter's.
 func buildFilter(run *bolt.Bucket) []byte {
-	var hashes []uint64
-	_ = run.ForEach(func(k, v []byte) error {
+	n := 0
+	_ = run.ForEach(func(_, v []byte) error {
 		if len(v) > 0 {
-			hashes = append(hashes, idHash(k))
+			n++
 		}
 		return nil
 	})
-	nblocks := uint32((len(hashes)*filterBitsPerID + filterBlockBytes*8 - 1) / (filterBlockBytes * 8))
+	nblocks := uint32((n*filterBitsPerID + filterBlockBytes*8 - 1) / (filterBlockBytes * 8))
 	f := make([]byte, filterHeader+int(nblocks)*filterBlockBytes)
 	f[0] = filterVersion
 	binary.BigEndian.PutUint32(f[1:], nblocks)
-	for _, h := range hashes {
+	_ = run.ForEach(func(k, v []byte) error {
+		if len(v) == 0 {
+			return nil
+		}
+		h := idHash(k)
 		block := f[filterHeader+int(filterBlock(h, nblocks))*filterBlockBytes:]
 		h1, h2 := bitHashes(h)
 		for i := range uint32(filterK) {
 			bit := (h1 + i*h2) & (filterBlockBytes*8 - 1)
 			block[bit>>3] |= 1 << (bit & 7)
 		}
-	}
+		return nil
+	})
 	return f
 }
 
