@@ -24,7 +24,12 @@ const (
 	filterK          = 7
 )
 
-var bucketFilters = []byte("filters")
+var (
+	bucketFilters = []byte("filters")
+	// bucketWriters lists the generations of writers that have not
+	// committed (running, or failed), which Lookup reads without a filter.
+	bucketWriters = []byte("writers")
+)
 
 // idHash is FNV-1a 64 of id, mixed (MurmurHash3's finalizer) so that
 // every bit depends on every byte.
@@ -115,37 +120,38 @@ func mayHold(f []byte, h uint64) bool {
 	return true
 }
 
-// filterKey is the key of the filter of generation gen of the period
-// whose start key is start, in periods/<job>/filters.
-func filterKey(start []byte, gen uint64) []byte {
+// runKey is the key of generation gen of the period whose start key is
+// start, in periods/<job>/filters and periods/<job>/writers.
+func runKey(start []byte, gen uint64) []byte {
 	return binary.BigEndian.AppendUint64(append([]byte(nil), start...), gen)
 }
 
-// jobFilters returns periods/<job>/filters, created when create is set (tx
-// writable); nil when missing and not created.
-func jobFilters(tx *bolt.Tx, job string, create bool) (*bolt.Bucket, error) {
+// jobBucket returns periods/<job>/<name>, created when create is set (tx
+// writable, periods/<job> there); nil when missing and not created.
+func jobBucket(tx *bolt.Tx, job string, name []byte, create bool) (*bolt.Bucket, error) {
 	jb := nested(tx.Bucket(bucketPeriods), []byte(job))
 	if !create || jb == nil {
-		return nested(jb, bucketFilters), nil
+		return nested(jb, name), nil
 	}
-	return jb.CreateBucketIfNotExists(bucketFilters)
+	return jb.CreateBucketIfNotExists(name)
 }
 
-// deleteFilters deletes the filters of the period whose start key is start
-// with a generation below before (all: ^uint64(0)).
-func deleteFilters(filters *bolt.Bucket, start []byte, before uint64) error {
-	if filters == nil {
+// deleteRunKeys deletes the keys of b (filters or writers) of the period
+// whose start key is start with a generation below before (all:
+// ^uint64(0)).
+func deleteRunKeys(b *bolt.Bucket, start []byte, before uint64) error {
+	if b == nil {
 		return nil
 	}
 	var del [][]byte
-	c := filters.Cursor()
+	c := b.Cursor()
 	for k, _ := c.Seek(start); k != nil && len(k) == 16 && string(k[:8]) == string(start); k, _ = c.Next() {
 		if binary.BigEndian.Uint64(k[8:]) < before {
 			del = append(del, append([]byte(nil), k...))
 		}
 	}
 	for _, k := range del {
-		if err := filters.Delete(k); err != nil {
+		if err := b.Delete(k); err != nil {
 			return err
 		}
 	}

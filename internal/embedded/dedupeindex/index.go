@@ -25,6 +25,7 @@ package dedupeindex
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -276,57 +277,58 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 // filter (nil: read it for every id).
 type probe struct {
 	run    *bolt.Bucket
+	start  []byte
+	gen    uint64
 	filter []byte
 }
 
 // jobRuns returns the runs of job Lookup reads, the latest period first
 // and, within a period, the newest generation first: the first of them
-// that holds a claim value for an id holds its claim. A committed list
-// without a filter was written before runs (its claims are in the legacy
-// bucket, its values empty) and is left out; the generations of writers
-// that have not committed (running, or failed) have no filter and are
-// read for every id.
+// that holds a claim value for an id holds its claim. They are the
+// committed runs with a filter (the newest maxRuns: the claims of older
+// ones are in the by-id bucket, see compact) and the generations of
+// writers that have not committed (running, or failed), read for every
+// id. A list committed before runs has neither: its claims are in the
+// by-id bucket, where the layout before runs wrote them.
 func jobRuns(tx *bolt.Tx, job string) ([]probe, error) {
-	heads, _, lists, _ := jobPeriods(tx, job, false)
+	_, _, lists, _ := jobPeriods(tx, job, false)
 	if lists == nil {
 		return nil, nil
 	}
-	filters, _ := jobFilters(tx, job, false)
 	var runs []probe
-	c := lists.Cursor()
-	for start, v := c.Last(); start != nil; start, v = c.Prev() {
-		if v != nil {
+	for _, name := range [][]byte{bucketFilters, bucketWriters} {
+		b, _ := jobBucket(tx, job, name, false)
+		if b == nil {
 			continue
 		}
-		var head uint64 // 0: none (generations start at 1)
-		if hv := heads.Get(start); hv != nil {
-			h, err := decodeHead(hv)
-			if err != nil {
-				return nil, err
+		err := b.ForEach(func(k, v []byte) error {
+			if len(k) != 16 {
+				return fmt.Errorf("corrupt run key %x", k)
 			}
-			head = h.gen
-		}
-		gens := lists.Bucket(start)
-		gc := gens.Cursor()
-		for g, gv := gc.Last(); g != nil; g, gv = gc.Prev() {
-			if gv != nil || len(g) != 8 {
-				continue
+			run := nested(lists.Bucket(k[:8]), k[8:])
+			if run == nil {
+				return nil // a writer's empty generation, deleted
 			}
-			p := probe{run: gens.Bucket(g)}
-			if binary.BigEndian.Uint64(g) == head {
-				if filters != nil {
-					p.filter = filters.Get(filterKey(start, head))
+			p := probe{run: run, start: k[:8], gen: binary.BigEndian.Uint64(k[8:])}
+			if bytes.Equal(name, bucketFilters) {
+				if err := checkFilter(v); err != nil {
+					return fmt.Errorf("generation %d of period %s: %w", p.gen, formatTime(time.UnixMilli(unsortable(p.start))), err)
 				}
-				if p.filter == nil {
-					continue
-				}
-				if err := checkFilter(p.filter); err != nil {
-					return nil, fmt.Errorf("generation %d of period %s: %w", head, formatTime(time.UnixMilli(unsortable(start))), err)
-				}
+				p.filter = v
 			}
 			runs = append(runs, p)
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
+	slices.SortFunc(runs, func(a, b probe) int {
+		if c := bytes.Compare(b.start, a.start); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.gen, a.gen)
+	})
 	return runs, nil
 }
 

@@ -38,6 +38,25 @@ func TestIndexConformanceSmallBatches(t *testing.T) {
 	})
 }
 
+// The suite again with every committed run moved into the by-id bucket
+// at the next writer (maxRuns 0), in small batches: the claims Lookup
+// reads there answer as the runs did.
+func TestIndexConformanceCompacted(t *testing.T) {
+	ixMaxRuns(t, 0)
+	ixSmallBatches(t, 7, 3)
+	indextest.Run(t, func(t *testing.T) collect.Index {
+		s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
+		s.db.NoSync = true
+		return s
+	})
+}
+
+func ixMaxRuns(t *testing.T, n int) {
+	old := maxRuns
+	maxRuns = n
+	t.Cleanup(func() { maxRuns = old })
+}
+
 func ixSmallBatches(t *testing.T, batch, page int) {
 	oldBatch, oldPage := indexBatch, periodIDsPage
 	indexBatch, periodIDsPage = batch, page
@@ -94,13 +113,15 @@ func ixList(t *testing.T, s *Index, job string, period time.Time) []string {
 	return ids
 }
 
-// ixKeys counts the claims stored for job (claim values in its runs and
-// in the legacy claims/<job>) and the keys under periods/<job>.
+// ixKeys counts the ids with a claim stored for job (claim values in its
+// runs and in claims/<job>) and the keys under periods/<job>.
 func ixKeys(t *testing.T, s *Index, job string) (claims, heads, expiry, lists int) {
 	t.Helper()
+	ids := map[string]bool{}
+	defer func() { claims = len(ids) }()
 	err := s.db.View(func(tx *bolt.Tx) error {
 		if b := nested(tx.Bucket(bucketClaims), []byte(job)); b != nil {
-			claims = b.Stats().KeyN
+			_ = b.ForEach(func(k, _ []byte) error { ids[string(k)] = true; return nil })
 		}
 		h, e, l, _ := jobPeriods(tx, job, false)
 		if h != nil {
@@ -111,9 +132,9 @@ func ixKeys(t *testing.T, s *Index, job string) (claims, heads, expiry, lists in
 			_ = l.ForEachBucket(func(start []byte) error {
 				gens := l.Bucket(start)
 				return gens.ForEachBucket(func(g []byte) error {
-					return gens.Bucket(g).ForEach(func(_, v []byte) error {
+					return gens.Bucket(g).ForEach(func(k, v []byte) error {
 						if len(v) > 0 {
-							claims++
+							ids[string(k)] = true
 						}
 						return nil
 					})
@@ -129,9 +150,10 @@ func ixKeys(t *testing.T, s *Index, job string) (claims, heads, expiry, lists in
 }
 
 func TestIndexSweep(t *testing.T) {
-	for _, batch := range []int{10_000, 3} {
-		t.Run(fmt.Sprintf("batch%d", batch), func(t *testing.T) {
-			ixSmallBatches(t, batch, 1000)
+	for _, tc := range []struct{ batch, runs int }{{10_000, 24}, {3, 24}, {3, 0}} {
+		t.Run(fmt.Sprintf("batch%d-runs%d", tc.batch, tc.runs), func(t *testing.T) {
+			ixSmallBatches(t, tc.batch, 1000)
+			ixMaxRuns(t, tc.runs)
 			s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
 			now := sweepP1.Add(2 * time.Hour)
 			ids0 := []string{"a", "b", "c", "d", "e", "f", "g", "moved"}

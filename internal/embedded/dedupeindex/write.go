@@ -34,6 +34,9 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 	if err := ix.sweep(ctx, job, sweepAt); err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
 	}
+	if err := ix.compact(ctx, job); err != nil {
+		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
+	}
 	w := &claimWriter{
 		ix: ix, ctx: ctx, job: job, period: period.UTC(),
 		start:   sortable(period.UnixMilli()),
@@ -80,8 +83,14 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 		}
 		slices.Sort(w.older)
 		slices.Reverse(w.older)
-		_, err = gens.CreateBucket(genKey(w.gen))
-		return err
+		if _, err := gens.CreateBucket(genKey(w.gen)); err != nil {
+			return err
+		}
+		writers, err := jobBucket(tx, job, bucketWriters, true)
+		if err != nil {
+			return err
+		}
+		return writers.Put(runKey(w.start, w.gen), nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q period %s in %s: %w", job, formatTime(period), ix.path, err)
@@ -357,14 +366,18 @@ func (w *claimWriter) Commit() error {
 		if err := expiry.Put(append(sortable(w.expires), w.start...), nil); err != nil {
 			return err
 		}
-		filters, err := jobFilters(tx, w.job, true)
+		filters, err := jobBucket(tx, w.job, bucketFilters, true)
 		if err != nil {
 			return err
 		}
-		if err := filters.Put(filterKey(w.start, w.gen), buildFilter(gens.Bucket(genKey(w.gen)))); err != nil {
+		if err := filters.Put(runKey(w.start, w.gen), buildFilter(gens.Bucket(genKey(w.gen)))); err != nil {
 			return err
 		}
-		if err := deleteFilters(filters, w.start, w.gen); err != nil {
+		if err := deleteRunKeys(filters, w.start, w.gen); err != nil {
+			return err
+		}
+		writers, _ := jobBucket(tx, w.job, bucketWriters, false)
+		if err := deleteRunKeys(writers, w.start, w.gen+1); err != nil {
 			return err
 		}
 		return deleteGensBefore(gens, w.gen)
@@ -419,6 +432,11 @@ func (w *claimWriter) Abort() {
 		gens := nested(lists, w.start)
 		if b := nested(gens, genKey(w.gen)); b != nil {
 			if k, _ := b.Cursor().First(); k == nil {
+				if writers, _ := jobBucket(tx, w.job, bucketWriters, false); writers != nil {
+					if err := writers.Delete(runKey(w.start, w.gen)); err != nil {
+						return err
+					}
+				}
 				return gens.DeleteBucket(genKey(w.gen))
 			}
 		}
@@ -520,8 +538,9 @@ func sweepBatch(tx *bolt.Tx, job string, heads, expiry, lists *bolt.Bucket, ek [
 			return err
 		}
 	}
-	if filters, _ := jobFilters(tx, job, false); filters != nil {
-		if err := deleteFilters(filters, start, ^uint64(0)); err != nil {
+	for _, name := range [][]byte{bucketFilters, bucketWriters} {
+		b, _ := jobBucket(tx, job, name, false)
+		if err := deleteRunKeys(b, start, ^uint64(0)); err != nil {
 			return err
 		}
 	}
