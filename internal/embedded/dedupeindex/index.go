@@ -3,10 +3,12 @@
 // beside the store's meta, items and jobs buckets, and creates them on
 // first write:
 //
-//	claims / <job>                         <id> -> claim value
 //	periods / <job> / heads                <start> -> head value
 //	periods / <job> / expiry               <expires><start> -> ""
-//	periods / <job> / lists / <start> / <gen>   <id> -> ""
+//	periods / <job> / lists / <start> / <gen>   <id> -> claim value or ""
+//	periods / <job> / filters              <start><gen> -> run filter
+//	periods / <job> / writers              <start><gen> -> ""
+//	claims / <job>                         <id> -> claim value
 //
 // <start> is the period start in Unix milliseconds and <expires> the
 // list's expiry in Unix seconds, each as 8 bytes that sort as the numbers
@@ -17,10 +19,26 @@
 // head value is version 1, generation, id count,
 // expires (s), then a flags byte (1: being swept).
 //
-// A list is written in transactions of indexBatch ids into a new
-// generation bucket; Commit switches the head to it and deletes every other
-// generation in one transaction. The expiry bucket lets NewClaimWriter find
-// expired lists without reading the others.
+// A period's claims are appended to its list, as one sorted run: each
+// generation bucket (one per writer) holds every id the writer added, with
+// the claim value it wrote or kept (carried over from the period's older
+// generations), or "" when the id's claim is another period's. A writer
+// fills it in transactions of indexBatch ids (ascending: pages packed
+// full); Commit switches the head to it, writes its filter (filter.go) and
+// deletes every other generation in one transaction. Lookup reads the
+// runs of the newest maxRuns committed lists (through their filters), the
+// generations of writers that never committed (listed in writers), and
+// the by-id bucket claims/<job>, and takes the claim of the latest period.
+// The by-id bucket holds what the layout before runs wrote (read as it
+// is: lists committed then have no filter, and "" values) and the claims
+// of the runs older than the newest maxRuns, moved there by
+// NewClaimWriter (compact.go). A release deletes a claim of the period
+// from the by-id bucket at once; from the runs it goes with the older
+// generations at Commit. The sweep drops an expired list with its runs
+// whole, walking its ids (indexBatch per transaction) only while the
+// by-id bucket exists, to delete the claims there that point to its
+// period. The expiry bucket lets NewClaimWriter find expired lists without
+// reading the others.
 package dedupeindex
 
 import (
