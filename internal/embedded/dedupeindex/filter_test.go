@@ -2,6 +2,7 @@ package dedupeindex
 
 import (
 	"fmt"
+	"hash/fnv"
 	"path/filepath"
 	"testing"
 
@@ -57,5 +58,20 @@ func TestFilter(t *testing.T) {
 				t.Error("a cut filter passes the check")
 			}
 		})
+	}
+}
+
+// TestIDHash: the filters on disk depend on idHash: FNV-1a 64, mixed.
+func TestIDHash(t *testing.T) {
+	for _, id := range []string{"", "a", "tx-000001", "日本語"} {
+		h := fnv.New64a()
+		_, _ = h.Write([]byte(id))
+		if got, want := idHash([]byte(id)), fmix64(h.Sum64()); got != want {
+			t.Errorf("idHash(%q) = %x, want %x", id, got, want)
+		}
+	}
+	// Pinned: a change would make every stored filter miss.
+	if got := idHash([]byte("a")); got != 0x82a2a958a9bece5b {
+		t.Errorf("idHash(a) = %#x, want 0x82a2a958a9bece5b", got)
 	}
 }

@@ -243,16 +243,18 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 		if err != nil {
 			return err
 		}
+		_, _, lists, _ := jobPeriods(tx, job, false)
 		base := nested(tx.Bucket(bucketClaims), []byte(job))
 		for _, id := range seen {
 			kb := []byte(id)
 			h := idHash(kb)
 			var v []byte
-			for _, r := range runs {
+			for i := range runs {
+				r := &runs[i]
 				if r.filter != nil && !mayHold(r.filter, h) {
 					continue
 				}
-				if v = r.run.Get(kb); len(v) > 0 {
+				if v = r.get(lists, kb); len(v) > 0 {
 					break
 				}
 			}
@@ -292,12 +294,26 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 }
 
 // probe is a run Lookup reads: a generation bucket of a period, with its
-// filter (nil: read it for every id).
+// filter (nil: read it for every id). The bucket is opened when an id may
+// be in it.
 type probe struct {
-	run    *bolt.Bucket
 	start  []byte
 	gen    uint64
 	filter []byte
+	run    *bolt.Bucket
+	opened bool
+}
+
+// get returns the value of id in the run, nil when it has none (or the
+// run is gone: a writer's empty generation, deleted).
+func (p *probe) get(lists *bolt.Bucket, id []byte) []byte {
+	if !p.opened {
+		p.run, p.opened = nested(lists.Bucket(p.start), genKey(p.gen)), true
+	}
+	if p.run == nil {
+		return nil
+	}
+	return p.run.Get(id)
 }
 
 // jobRuns returns the runs of job Lookup reads, the latest period first
@@ -323,11 +339,7 @@ func jobRuns(tx *bolt.Tx, job string) ([]probe, error) {
 			if len(k) != 16 {
 				return fmt.Errorf("corrupt run key %x", k)
 			}
-			run := nested(lists.Bucket(k[:8]), k[8:])
-			if run == nil {
-				return nil // a writer's empty generation, deleted
-			}
-			p := probe{run: run, start: k[:8], gen: binary.BigEndian.Uint64(k[8:])}
+			p := probe{start: k[:8], gen: binary.BigEndian.Uint64(k[8:])}
 			if bytes.Equal(name, bucketFilters) {
 				if err := checkFilter(v); err != nil {
 					return fmt.Errorf("generation %d of period %s: %w", p.gen, formatTime(time.UnixMilli(unsortable(p.start))), err)
