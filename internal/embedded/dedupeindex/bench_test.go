@@ -139,6 +139,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// RJBENCH_IX_MAXRUNS: the benchmarks with another maxRuns.
+	if v := os.Getenv("RJBENCH_IX_MAXRUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			panic(fmt.Sprintf("RJBENCH_IX_MAXRUNS=%q: %v", v, err))
+		}
+		maxRuns = n
+	}
 	code := m.Run()
 	if benchDir != "" {
 		_ = os.RemoveAll(benchDir)
