@@ -60,3 +60,43 @@ if [ ! -f "$TOOLS/tls/cert.pem" ]; then
     -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
     -keyout "$TOOLS/tls/key.pem" -out "$TOOLS/tls/cert.pem" 2>/dev/null
 fi
+
+# poppler-utils (pdftotext, pdftoppm, pdfinfo) read the statement PDFs back
+# in the tests. When they are not on PATH, the Debian packages the machine
+# lacks are unpacked into .tools/poppler (apt-get download + dpkg -x, nothing
+# installed system-wide) behind wrappers in .tools/bin that set
+# LD_LIBRARY_PATH; only if that does not run does it fall back to
+# apt-get install (root, as on CI).
+poppler_ok() { "$TOOLS/bin/pdftotext" -v >/dev/null 2>&1 && "$TOOLS/bin/pdftoppm" -v >/dev/null 2>&1; }
+if ! command -v pdftotext >/dev/null 2>&1 && ! poppler_ok; then
+  echo "tools: unpacking poppler-utils into .tools/poppler" >&2
+  pkgs=$(apt-get install -s -qq poppler-utils 2>/dev/null | awk '/^Inst /{print $2}' || true)
+  if [ -z "$pkgs" ]; then
+    apt-get update -qq >/dev/null 2>&1 || true
+    pkgs=$(apt-get install -s -qq poppler-utils 2>/dev/null | awk '/^Inst /{print $2}' || true)
+  fi
+  dl=$(mktemp -d)
+  chmod 777 "$dl"
+  # shellcheck disable=SC2086 # one word per package
+  if [ -n "$pkgs" ] && (cd "$dl" && apt-get download -qq $pkgs >/dev/null 2>&1); then
+    rm -rf "$TOOLS/poppler"
+    for deb in "$dl"/*.deb; do dpkg -x "$deb" "$TOOLS/poppler"; done
+    libdir=$(dirname "$(find "$TOOLS/poppler" -name 'libpoppler.so.*' | head -n 1)")
+    libdir=${libdir#"$TOOLS/"}
+    for bin in pdftotext pdftoppm pdfinfo; do
+      cat >"$TOOLS/bin/$bin" <<WRAP
+#!/bin/sh
+# poppler-utils unpacked by scripts/tools.sh
+tools=\$(cd "\$(dirname "\$0")/.." && pwd)
+LD_LIBRARY_PATH="\$tools/$libdir\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" exec "\$tools/poppler/usr/bin/$bin" "\$@"
+WRAP
+      chmod +x "$TOOLS/bin/$bin"
+    done
+  fi
+  rm -rf "$dl"
+  if ! poppler_ok; then
+    echo "tools: unpacked poppler does not run, installing poppler-utils" >&2
+    rm -f "$TOOLS/bin/pdftotext" "$TOOLS/bin/pdftoppm" "$TOOLS/bin/pdfinfo"
+    apt-get install -y -qq poppler-utils >/dev/null
+  fi
+fi

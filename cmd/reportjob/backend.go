@@ -32,6 +32,9 @@ func openStore(ctx context.Context, c *cli) (*store, error) {
 	cfg := c.cfg
 	switch cfg.Store.Backend {
 	case "embedded":
+		if err := c.refuseNewStore(ctx); err != nil {
+			return nil, err
+		}
 		s, err := embedded.Open(cfg.Store.Embedded.Path, embedded.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
@@ -44,7 +47,7 @@ func openStore(ctx context.Context, c *cli) (*store, error) {
 			return nil, err
 		}
 		client, err := dynamodb.NewClient(ctx, dynamodb.ClientConfig{Region: d.Region, Endpoint: d.Endpoint,
-			RequestTimeout: k.requestTimeout, MaxBackoff: k.maxBackoff})
+			RequestTimeout: k.requestTimeout, MaxBackoff: k.maxBackoff, Logger: c.log})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
@@ -89,7 +92,7 @@ func openBucket(ctx context.Context, c *cli) (*bucket, error) {
 			return nil, err
 		}
 		client, err := s3sink.NewClient(ctx, s3sink.ClientConfig{Region: s3c.Region, Endpoint: s3c.Endpoint, PathStyle: s3c.PathStyle,
-			RequestTimeout: k.requestTimeout, MaxBackoff: k.maxBackoff})
+			RequestTimeout: k.requestTimeout, MaxBackoff: k.maxBackoff, Logger: c.log})
 		if err != nil {
 			return nil, fmt.Errorf("open sink: %w", err)
 		}

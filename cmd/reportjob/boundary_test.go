@@ -138,8 +138,17 @@ func TestBoundaryLeapDay(t *testing.T) {
 	if len(got) != len(want) {
 		t.Errorf("billed %v, want exactly %v (g-march is not due)", got, want)
 	}
-	if n := len(datasetKeys(h.objects(), report.DirManifests)); n != 26 {
+	if n := len(periodManifestKeys(h.objects())); n != 26 {
 		t.Errorf("%d manifests, want 26 (22:00 and 23:00 on the 28th, 24 on the 29th)", n)
+	}
+	// February's statement (statements.timezone UTC) ends with the leap
+	// day and is built from the same 26 periods; March has none yet.
+	months := checkStatements(h)
+	feb := months[report.MonthManifestKey("2024-02")]
+	if len(months) != 1 || feb == nil || feb.manifest.Status != "draft" || len(feb.manifest.Periods) != 26 ||
+		!feb.manifest.MonthStart.Equal(bTime("2024-02-01T00:00:00Z")) || !feb.manifest.MonthEnd.Equal(bTime("2024-03-01T00:00:00Z")) ||
+		feb.manifest.Booked(bTime("2024-02-28T22:00:00Z")) != 2 {
+		t.Errorf("statements %v, want February's draft [2024-02-01, 2024-03-01) of 26 periods, 22:00 at revision 2", months)
 	}
 	st := h.mustRun(exitOK, "status", "--json", "--now", "2024-03-01T00:02:00Z")
 	if st["checkpoint"] != "2024-03-01T00:00:00Z" || st["periods_behind"] != float64(0) {

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/reportjob/reportjob/internal/config"
 	"github.com/reportjob/reportjob/internal/embedded"
 	"github.com/reportjob/reportjob/internal/job"
+	lookups "github.com/reportjob/reportjob/internal/lookup"
 	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/report"
 )
@@ -26,7 +26,7 @@ import (
 // -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
-// Exit codes (README "Exit codes"). exitCode maps errors to them; nothing
+// Exit codes (docs/reference.md, "Exit codes"). exitCode maps errors to them; nothing
 // else decides an exit code.
 const (
 	exitOK        = 0 // done, or nothing due
@@ -34,11 +34,16 @@ const (
 	exitUsage     = 2 // bad usage or config
 	exitLeaseHeld = 3 // lease held elsewhere
 	exitDiffers   = 4 // verify found differences
+	exitRejects   = 5 // run --fail-on-rejects published periods with rejects
 )
 
 // errDiffers is returned by verify when a period differs from its
 // manifest.
 var errDiffers = errors.New("verify found differences")
+
+// errRejects is returned by run --fail-on-rejects when the periods it
+// published have rejects (published all the same: nothing is lost).
+var errRejects = errors.New("the periods published have rejects")
 
 // usageError is a bad command line.
 type usageError struct{ msg string }
@@ -55,8 +60,11 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.Is(err, errDiffers):
 		return exitDiffers
+	case errors.Is(err, errRejects):
+		return exitRejects
 	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, job.ErrBadRange),
-		errors.Is(err, job.ErrClockAhead), errors.Is(err, monthclose.ErrNotClosable):
+		errors.Is(err, job.ErrClockAhead), errors.Is(err, monthclose.ErrNotClosable),
+		errors.Is(err, monthclose.ErrZoneChanged), errors.Is(err, errSinkHasPeriods), errors.Is(err, lookups.ErrBadCursor):
 		return exitUsage
 	case errors.Is(err, checkpoint.ErrLeaseHeld), errors.Is(err, embedded.ErrLocked):
 		return exitLeaseHeld
@@ -73,9 +81,16 @@ type cli struct {
 	stderr io.Writer
 	log    *slog.Logger // base with the job and run id
 	base   *slog.Logger
+	// bar is the progress bar when stderr is a terminal, else nil; logOut
+	// is where logs go: the bar (which keeps them off its line) or stderr.
+	bar    *progressBar
+	logOut io.Writer
 	runID  string
 	// printed is set once the command has printed its JSON summary line.
 	printed bool
+	// allowNewStore lets openStore create the embedded file over a sink
+	// that holds periods (init: creating it is what it is for).
+	allowNewStore bool
 }
 
 type command struct {
@@ -85,12 +100,14 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"run", "[--backfill --from T --to T] [--dry-run] [--now T]", "process due periods, then due rechecks, once and exit", cmdRun},
+		{"run", "[--backfill --from T --to T] [--dry-run] [--fail-on-rejects] [--now T]", "process due periods, then due rechecks, once and exit", cmdRun},
 		{"schedule", "[--grace D]", "run on schedule.cron until SIGTERM/SIGINT", cmdSchedule},
 		{"verify", "--from T --to T | --last D; [--repair [--reprice]] [--now T]", "compare delivered periods with their items and objects", cmdVerify},
 		{"ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late] [--now T]", "write transactions", cmdIngest},
 		{"statement", "[--month YYYY-MM] [--agency A] [--json] [--close] [--now T]", "print a month's statements and where their files are; --close finalises it", cmdStatement},
 		{"status", "[--json] [--now T]", "checkpoint, how far behind, lease holder, rechecks, restatements", cmdStatus},
+		{"transactions", "--agency A | --id TX; [--from T] [--to T] [--limit N] [--cursor C] [--json]", "an agency's billed lines newest first, or where one transaction was billed or rejected", cmdTransactions},
+		{"rejects", "[--from T] [--to T] [--agency A] [--limit N] [--cursor C] [--json]", "the rejects of the delivered periods, newest first, with their reasons", cmdRejects},
 		{"init", "", "create the tables (or the embedded file) and the bucket (or folder)", cmdInit},
 		{"demo", "[--dir DIR] [--transactions N] [--agencies K] [--seed S] [--top N]", "generate a day of transactions, run, print a summary", cmdDemo},
 		{"version", "", "print the version", cmdVersion},
@@ -105,7 +122,8 @@ func usage(w io.Writer) {
 	fmt.Fprintf(w, "\nT is RFC 3339 (2024-05-01T13:00:00Z) or YYYY-MM-DD (UTC).\n"+
 		"The config file defaults to ./config.yaml (env REPORTJOB_CONFIG); any key can be overridden\n"+
 		"with REPORTJOB_<KEY_PATH>, e.g. REPORTJOB_SINK_URL. Run 'reportjob COMMAND -h' for a command's flags.\n"+
-		"Exit codes: 0 done, 1 failed, 2 bad usage or config, 3 lease held elsewhere, 4 verify found differences.\n")
+		"Exit codes: 0 done, 1 failed, 2 bad usage or config, 3 lease held elsewhere, 4 verify found differences,\n"+
+		"5 run --fail-on-rejects published periods with rejects.\n")
 }
 
 // run is the whole program: main only wires the process to it.
@@ -114,14 +132,16 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	fs.Usage = func() { usage(stderr) }
 	configPath := fs.String("config", "", "config file (default ./config.yaml, env REPORTJOB_CONFIG)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
+		printFailure(stdout, "", "", "", err)
 		return exitUsage
 	}
 	if fs.NArg() == 0 {
 		usage(stderr)
+		printFailure(stdout, "", "", "", usagef("no command"))
 		return exitUsage
 	}
 	name := fs.Arg(0)
@@ -136,8 +156,17 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		}
 	}
 	if cmd == nil {
-		fmt.Fprintf(stderr, "reportjob: unknown command %q\n\n", name)
+		var names []string
+		for _, c := range commands() {
+			names = append(names, c.name)
+		}
+		err := usagef("unknown command %q", name)
+		if best := config.Closest(name, names); best != "" {
+			err = usagef("unknown command %q; did you mean %s?", name, best)
+		}
+		fmt.Fprintf(stderr, "reportjob: %v\n\n", err)
 		usage(stderr)
+		printFailure(stdout, name, "", "", err)
 		return exitUsage
 	}
 
@@ -153,11 +182,15 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		printFailure(stdout, name, "", "", err)
 		return exitCode(err)
 	}
-	c := &cli{cfg: cfg, env: env, stdout: stdout, stderr: stderr, runID: newRunID()}
-	c.base = newLogger(cfg, stderr)
+	c := &cli{cfg: cfg, env: env, stdout: stdout, stderr: stderr, runID: newRunID(), logOut: stderr}
+	if isTerminal(stderr) {
+		c.bar = newProgressBar(stderr)
+		c.logOut = c.bar
+	}
+	c.base = newLogger(cfg, c.logOut, c.bar != nil)
 	c.log = c.base.With(job.LogJob, cfg.JobName, job.LogRunID, c.runID)
 	err = cmd.run(ctx, c, fs.Args()[1:])
-	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) {
+	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) && !errors.Is(err, errRejects) {
 		c.log.Error(name+" failed", "err", err)
 	}
 	if errors.Is(err, flag.ErrHelp) {
@@ -172,22 +205,18 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 // printFailure prints the summary line of a command that failed before it
 // could print its own (bad flags or config, a store that cannot be opened).
 func printFailure(w io.Writer, command, job, runID string, err error) {
-	status := map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held", exitDiffers: "differs"}[exitCode(err)]
-	if status == "" {
-		status = "failed"
-	}
-	b, _ := json.Marshal(map[string]string{"command": command, "job": job, "run_id": runID, "status": status, "error": err.Error()})
+	b, _ := json.Marshal(map[string]string{"command": command, "job": job, "run_id": runID, "status": failureStatus(err), "error": err.Error()})
 	fmt.Fprintf(w, "%s\n", b)
 }
 
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(cfg.Log.Level)) // validated by loadConfig
-	opts := &slog.HandlerOptions{Level: level}
-	if cfg.Log.Format == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+// failureStatus is the summary status of a command that failed with err:
+// bad_usage (exit 2), lease_held (3), differs (4) or failed (1).
+func failureStatus(err error) string {
+	status := map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held", exitDiffers: "differs", exitRejects: "rejects"}[exitCode(err)]
+	if status == "" {
+		status = "failed"
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return status
 }
 
 func newRunID() string {
@@ -224,14 +253,40 @@ func newFlags(c *cli, name string) *flag.FlagSet {
 	return fs
 }
 
+// parseFlags parses args with fs. On an error it prints the error, with
+// the closest flag for an unknown one ("did you mean --dry-run?"), and the
+// usage to fs's output; -h prints the usage and returns flag.ErrHelp.
+// The top-level flag set (named "reportjob") may leave arguments: the
+// command and its own.
 func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	// The error and the usage are printed below, the error with its
+	// suggestion.
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return err
+	case err != nil:
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			if best := config.Closest(strings.TrimPrefix(name, "-"), names); best != "" {
+				msg += "; did you mean --" + best + "?"
+			}
 		}
-		return &usageError{err.Error()}
-	}
-	if fs.NArg() > 0 {
+		if fs.Name() != "reportjob" {
+			msg = fs.Name() + ": " + msg
+		}
+		fmt.Fprintf(out, "reportjob: %s\n", msg)
+		fs.Usage()
+		return &usageError{msg}
+	case fs.NArg() > 0 && fs.Name() != "reportjob":
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
 	return nil
@@ -266,20 +321,18 @@ func (c *cli) printJSON(v any) {
 	fmt.Fprintf(c.stdout, "%s\n", b)
 }
 
+// printLine writes one JSON Lines row of a command's output (not its
+// summary line, which printJSON writes last).
+func (c *cli) printLine(v any) {
+	printed := c.printed
+	c.printJSON(v)
+	c.printed = printed
+}
+
 func cmdVersion(ctx context.Context, c *cli, args []string) error {
 	if err := parseFlags(newFlags(c, "version"), args); err != nil {
 		return err
 	}
 	c.printJSON(map[string]string{"command": "version", "version": version})
 	return nil
-}
-
-// isTerminal reports whether w is a terminal (for the progress bar).
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

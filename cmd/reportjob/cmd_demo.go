@@ -55,7 +55,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	if cfg.Log.Level != "debug" {
 		// The table is the demo's output: keep the per-period log lines out of it.
 		cfg.Log.Level = "warn"
-		dc.log = newLogger(&cfg, c.stderr).With("job", cfg.JobName, "run_id", c.runID)
+		dc.log = newLogger(&cfg, c.logOut, c.bar != nil).With("job", cfg.JobName, "run_id", c.runID)
 	}
 
 	started := time.Now()

@@ -14,7 +14,7 @@ import (
 // maxLineErrors is how many bad lines ingest prints; the summary counts all.
 const maxLineErrors = 100
 
-func cmdIngest(ctx context.Context, c *cli, args []string) error {
+func cmdIngest(ctx context.Context, c *cli, args []string) (err error) {
 	fs := newFlags(c, "ingest")
 	file := fs.String("file", "", "JSON Lines file of transactions, - for stdin")
 	generate := fs.Int("generate", 0, "write N synthetic transactions instead")
@@ -38,6 +38,16 @@ func cmdIngest(ctx context.Context, c *cli, args []string) error {
 	if !now.t.IsZero() {
 		clock = func() time.Time { return now.t }
 	}
+	// The file is opened first: a missing one creates no store.
+	var in io.Reader = os.Stdin
+	if *file != "" && *file != "-" {
+		f, ferr := os.Open(*file)
+		if ferr != nil {
+			return usagef("ingest --file: %v", ferr)
+		}
+		defer f.Close()
+		in = f
+	}
 	st, err := openStore(ctx, c)
 	if err != nil {
 		return err
@@ -59,6 +69,9 @@ func cmdIngest(ctx context.Context, c *cli, args []string) error {
 	}{Command: "ingest", Job: c.cfg.JobName, RunID: c.runID, Status: "ok"}
 	defer func() {
 		sum.DurationMS = time.Since(started).Milliseconds()
+		if err != nil && sum.Error == "" {
+			sum.Status, sum.Error = failureStatus(err), err.Error()
+		}
 		c.printJSON(sum)
 	}()
 
@@ -79,15 +92,6 @@ func cmdIngest(ctx context.Context, c *cli, args []string) error {
 			stats, err = ingest.Generate(ctx, st, g)
 		}
 	} else {
-		var in io.Reader = os.Stdin
-		if *file != "-" {
-			f, ferr := os.Open(*file)
-			if ferr != nil {
-				return usagef("ingest --file: %v", ferr)
-			}
-			defer f.Close()
-			in = f
-		}
 		var bad []ingest.LineError
 		stats, bad, err = ingest.ReadJSONL(ctx, in, st, ingest.Options{
 			Shards: c.cfg.Keys.Shards, Lateness: c.cfg.Report.Lateness, AllowLate: *allowLate, Now: clock, Logger: c.log,
@@ -123,7 +127,7 @@ func cmdIngest(ctx context.Context, c *cli, args []string) error {
 	}
 	sum.Read, sum.Written, sum.Invalid, sum.Duplicates = stats.Read, stats.Written, stats.Invalid, stats.Duplicates
 	if err != nil {
-		sum.Status, sum.Error = "failed", err.Error()
+		sum.Status, sum.Error = failureStatus(err), err.Error()
 	}
 	return err
 }

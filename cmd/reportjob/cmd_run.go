@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
@@ -47,6 +46,9 @@ type runSummary struct {
 	LeaseHolder            string `json:"lease_holder,omitempty"`
 	LeaseExpires           string `json:"lease_expires,omitempty"`
 	Error                  string `json:"error,omitempty"`
+	// rejectPeriods counts the published periods with rejects (not in
+	// the line: rejects counts them).
+	rejectPeriods int
 }
 
 func cmdRun(ctx context.Context, c *cli, args []string) error {
@@ -57,6 +59,7 @@ func cmdRun(ctx context.Context, c *cli, args []string) error {
 	fs.Var(&to, "to", "backfill end, exclusive (a period boundary, not beyond now - lateness)")
 	dry := fs.Bool("dry-run", false, "read and build everything, list what would be written, write nothing")
 	fs.Var(&now, "now", "fix the report clock (replay and tests)")
+	failOnRejects := fs.Bool("fail-on-rejects", false, "exit 5 when the periods published have rejects (after publishing them)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -67,7 +70,10 @@ func cmdRun(ctx context.Context, c *cli, args []string) error {
 	case !*backfill && (!from.t.IsZero() || !to.t.IsZero()):
 		return usagef("run: --from and --to go with --backfill")
 	}
-	_, err := c.runOnce(ctx, opts)
+	sum, err := c.runOnce(ctx, opts)
+	if err == nil && *failOnRejects && sum.rejectPeriods > 0 {
+		return fmt.Errorf("%d period(s) published with rejects: %w", sum.rejectPeriods, errRejects)
+	}
 	return err
 }
 
@@ -131,17 +137,37 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 	if err != nil {
 		sum.Error = err.Error()
 	}
+	sum.rejectPeriods = c.rejectNote(res, opts.DryRun)
 	c.printJSON(sum)
 	c.pushMetrics(ctx, sum, res, started, err == nil, opts)
 	return sum, err
 }
 
 func (c *cli) runJob(ctx context.Context, opts job.RunOptions) (job.Result, error) {
+	// Refusals come before anything is created: no store file, no sink
+	// folder.
+	if storeMissing(c.cfg) && !opts.Backfill && c.cfg.Report.Start.IsZero() {
+		return job.Result{}, report.ErrNoStart
+	}
 	st, err := openStore(ctx, c)
 	if err != nil {
 		return job.Result{}, err
 	}
 	defer st.close()
+	if !opts.Backfill {
+		state, err := st.Load(ctx, c.cfg.JobName)
+		if err != nil {
+			return job.Result{}, err
+		}
+		if state.Checkpoint.IsZero() && c.cfg.Report.Start.IsZero() {
+			return job.Result{}, report.ErrNoStart
+		}
+		if neverRan(state) {
+			if err := c.refuseFirstRun(ctx); err != nil {
+				return job.Result{}, err
+			}
+		}
+	}
 	b, err := openBucket(ctx, c)
 	if err != nil {
 		return job.Result{}, err
@@ -149,9 +175,7 @@ func (c *cli) runJob(ctx context.Context, opts job.RunOptions) (job.Result, erro
 	j := c.newJob(st, b, nil)
 	opts.Progress = c.progress()
 	res, err := j.Run(ctx, opts)
-	if isTerminal(c.stderr) {
-		fmt.Fprintln(c.stderr)
-	}
+	c.bar.clear()
 	if opts.DryRun {
 		for _, pr := range res.Periods {
 			c.printDryRun(b, pr)
@@ -174,12 +198,8 @@ func (c *cli) printDryRun(b *bucket, pr job.PeriodResult) {
 }
 
 func (c *cli) progress() func(i, n int, what string, p report.Period) {
-	if isTerminal(c.stderr) {
-		return func(i, n int, what string, p report.Period) {
-			const width = 30
-			done := width * i / max(n, 1)
-			fmt.Fprintf(c.stderr, "\r[%s%s] %s %d/%d %s ", strings.Repeat("#", done), strings.Repeat(".", width-done), what, i+1, n, p.Name())
-		}
+	if c.bar != nil {
+		return c.bar.set
 	}
 	return func(i, n int, what string, p report.Period) {
 		c.log.Info("building "+what, job.LogPeriod, p.Name(), "n", i+1, "of", n)
@@ -209,7 +229,7 @@ func (c *cli) newJob(st *store, b *bucket, onSummary func(report.SummaryRow)) *j
 			Version: version, SinkURL: cfg.Sink.URL,
 			Statements: statementsConfig(cfg),
 		},
-		Source: st, Index: st, State: st, Bucket: b.Bucket,
+		Source: st, Index: st.Index, State: st, Bucket: b.Bucket,
 		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), c.runID), RunID: c.runID, LeaseTTL: cfg.Report.LeaseTTL,
 		Log: c.log, OnSummary: onSummary,
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -150,7 +149,7 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 		agencies[r.AgencyID] = true
 		cur := r.Currency
 		if asJSON {
-			c.printJSONLine(statementLine{Month: r.Month, Status: r.Status, AgencyID: r.AgencyID, Currency: cur.Code,
+			c.printLine(statementLine{Month: r.Month, Status: r.Status, AgencyID: r.AgencyID, Currency: cur.Code,
 				PurchaseCount: r.PurchaseCount, RefundCount: r.RefundCount, Net: cur.FormatTotal(r.Net),
 				Commission: cur.FormatTotal(r.Commission), PriorPeriodAdjustments: cur.FormatTotal(r.PriorPeriodAdjustments),
 				CommissionDue: cur.FormatTotal(r.CommissionDue), StatementRevision: r.StatementRevision})
@@ -199,14 +198,4 @@ func clip(s string, n int) string {
 
 func monthCloseOptions(month string, now time.Time) job.CloseOptions {
 	return job.CloseOptions{Month: month, Now: now}
-}
-
-// printJSONLine writes one JSON Lines record on stdout (the summary line
-// comes last, from printJSON).
-func (c *cli) printJSONLine(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(fmt.Sprintf(`{"error":%q}`, err.Error()))
-	}
-	fmt.Fprintf(c.stdout, "%s\n", b)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/report"
 )
@@ -29,6 +30,9 @@ type statusRestated struct {
 type statusReport struct {
 	Command         string           `json:"command"`
 	Job             string           `json:"job"`
+	Config          string           `json:"config"` // the config file read, "" for none
+	Store           string           `json:"store"`  // the embedded file's absolute path, or the DynamoDB tables
+	Sink            string           `json:"sink"`   // the sink's absolute folder, or its s3:// URL
 	Now             string           `json:"now"`
 	Checkpoint      string           `json:"checkpoint,omitempty"`
 	NextPeriodStart string           `json:"next_period_start,omitempty"`
@@ -45,6 +49,7 @@ type statusReport struct {
 	OpenMonths     []monthclose.MonthStatus `json:"open_months,omitempty"`
 	LastFinalMonth *monthclose.MonthStatus  `json:"last_final_month,omitempty"`
 	StatementsNote string                   `json:"statements_note,omitempty"`
+	RejectsLastDay *statusRejects           `json:"rejects_last_day,omitempty"`
 	Note           string                   `json:"note,omitempty"`
 }
 
@@ -59,17 +64,25 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 	if now.t.IsZero() {
 		now.t = time.Now().UTC()
 	}
-	st, err := openStore(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer st.close()
-	state, err := st.Load(ctx, c.cfg.JobName)
-	if err != nil {
-		return fmt.Errorf("load checkpoint: %w", err)
+	r := statusReport{Command: "status", Job: c.cfg.JobName, Now: now.t.Format(time.RFC3339), Restated: []statusRestated{},
+		Config: c.cfg.File, Store: storeWhere(c.cfg), Sink: sinkWhere(c.cfg)}
+	// status creates nothing: a store file that does not exist yet is an
+	// empty state.
+	var state checkpoint.State
+	var st *store
+	if storeMissing(c.cfg) {
+		r.Store += " (does not exist yet)"
+	} else {
+		var err error
+		if st, err = openStore(ctx, c); err != nil {
+			return err
+		}
+		defer st.close()
+		if state, err = st.Load(ctx, c.cfg.JobName); err != nil {
+			return fmt.Errorf("load checkpoint: %w", err)
+		}
 	}
 	cfg := c.cfg.Report
-	r := statusReport{Command: "status", Job: c.cfg.JobName, Now: now.t.Format(time.RFC3339), Restated: []statusRestated{}}
 	delays := c.cfg.Report.RecheckAfter
 	var nextRecheck time.Time
 	for _, e := range state.Rechecks {
@@ -100,6 +113,13 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		}
 	}
 	from := state.Checkpoint
+	if neverRan(state) {
+		// A first run refuses to deliver periods the sink already holds
+		// (see refuseFirstRun): say so now.
+		if err := c.refuseFirstRun(ctx); errors.Is(err, errSinkHasPeriods) {
+			r.Note = err.Error()
+		}
+	}
 	if !from.IsZero() {
 		r.Checkpoint = from.UTC().Format(time.RFC3339)
 		r.LagSeconds = int64(now.t.Sub(from) / time.Second)
@@ -109,6 +129,7 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 	switch {
 	case errors.Is(err, report.ErrNoStart):
 		r.Note = "no checkpoint yet and report.start is unset: `run` will refuse to start"
+	case r.Note != "":
 	case err != nil:
 		return err
 	default:
@@ -122,18 +143,28 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		r.NextPeriodEnd = next.End.Format(time.RFC3339)
 		r.NextDueAt = next.End.Add(cfg.Lateness).Format(time.RFC3339)
 	}
-	c.statusStatements(ctx, st, &r)
+	if !state.Checkpoint.IsZero() {
+		if r.RejectsLastDay, err = c.lastDayRejects(ctx, st, grid, state.Checkpoint, now.t); err != nil {
+			c.log.Warn("status: read the rejects of the last day", "err", err)
+		}
+	}
+	if st != nil {
+		c.statusStatements(ctx, st, &r)
+	}
 	if *asJSON {
 		c.printJSON(r)
 		return nil
 	}
 	w := c.stdout
-	fmt.Fprintf(w, "job:          %s (%s)\n", r.Job, st.where)
+	fmt.Fprintf(w, "job:          %s\n", r.Job)
+	fmt.Fprintf(w, "config:       %s\n", configWhere(c.cfg))
+	fmt.Fprintf(w, "store:        %s\n", r.Store)
+	fmt.Fprintf(w, "sink:         %s\n", r.Sink)
 	fmt.Fprintf(w, "now:          %s\n", r.Now)
 	if r.Checkpoint == "" {
 		fmt.Fprintf(w, "checkpoint:   none yet\n")
 	} else {
-		fmt.Fprintf(w, "checkpoint:   %s (lag %s)\n", r.Checkpoint, time.Duration(r.LagSeconds)*time.Second)
+		fmt.Fprintf(w, "checkpoint:   %s (lag %s)\n", r.Checkpoint, formatLag(time.Duration(r.LagSeconds)*time.Second))
 	}
 	if r.Note != "" {
 		fmt.Fprintf(w, "note:         %s\n", r.Note)
@@ -167,6 +198,7 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		}
 		fmt.Fprintf(w, "%-13s %s revision %d (%s) at %s, items %d -> %d\n", label, rs.Period, rs.Revision, rs.Reason, rs.At, rs.ItemsBefore, rs.ItemsAfter)
 	}
+	printStatusRejects(w, r.RejectsLastDay, now.t)
 	switch {
 	case r.StatementsNote != "":
 		fmt.Fprintf(w, "statements:   %s\n", r.StatementsNote)
@@ -224,6 +256,7 @@ func cmdInit(ctx context.Context, c *cli, args []string) error {
 	if err := parseFlags(newFlags(c, "init"), args); err != nil {
 		return err
 	}
+	c.allowNewStore = true
 	st, err := openStore(ctx, c)
 	if err != nil {
 		return err
@@ -242,4 +275,14 @@ func cmdInit(ctx context.Context, c *cli, args []string) error {
 	c.log.Info("initialised", "store", st.where, "sink", c.cfg.Sink.URL)
 	c.printJSON(map[string]string{"command": "init", "job": c.cfg.JobName, "status": "ok", "store": st.where, "sink": c.cfg.Sink.URL})
 	return nil
+}
+
+// formatLag prints a lag for people: Go's form under a day ("5m0s",
+// "23h59m0s"), days and hours from a day on ("268d 3h").
+func formatLag(d time.Duration) string {
+	if d < 24*time.Hour {
+		return d.String()
+	}
+	days := d / (24 * time.Hour)
+	return fmt.Sprintf("%dd %dh", days, (d-days*24*time.Hour)/time.Hour)
 }

@@ -177,6 +177,7 @@ func (c *cli) verify(ctx context.Context, o job.VerifyOptions) ([]job.PeriodChec
 	j := c.newJob(st, b, nil)
 	progress := c.progress()
 	o.Progress = func(i, n int, p report.Period) { progress(i, n, "verify", p) }
+	defer c.bar.clear()
 	return j.Verify(ctx, o)
 }
 

@@ -174,7 +174,8 @@ func (r *ccRun) bin(args ...string) procOut {
 	return procRun(r.t, r.binPath, r.h, nil, args...)
 }
 
-// manifests reads every manifest of the sink, by key.
+// manifests reads every period manifest of the sink, by key (the months'
+// are checkFinal's).
 func (r *ccRun) manifests() map[string]*report.Manifest {
 	t := r.t
 	sk := r.h.sink()
@@ -184,7 +185,7 @@ func (r *ccRun) manifests() map[string]*report.Manifest {
 	}
 	out := map[string]*report.Manifest{}
 	for _, o := range infos {
-		if !strings.HasSuffix(o.Key, "/manifest.json") {
+		if !isPeriodManifest(o.Key) {
 			continue
 		}
 		m, err := report.ParseManifest(r.h.read(sk, o.Key))
@@ -382,6 +383,21 @@ func (r *ccRun) checkFinal() {
 		if s.String() != w.String() || m.String() != w.String() {
 			t.Errorf("%s not billed exactly once at its rate:\n  the items: %s\n  summaries: %s\n  manifests: %s\n  per period:\n    %s",
 				cur, w, s, m, strings.Join(breakdown, "\n    "))
+		}
+	}
+	// The statements: over every month, the commission due (the month's
+	// own periods plus the prior-period adjustments booked in it) adds up
+	// to each currency's commission.
+	statements := map[string]*ccTotals{}
+	for _, ms := range snap.months {
+		for _, tot := range ms.manifest.Totals {
+			ccTotalsOf(statements, tot.Currency).add(0, new(big.Int), ccDecimal4(t, tot.CommissionDue))
+		}
+	}
+	for _, cur := range sortedKeys(want) {
+		if got := ccTotalsOf(statements, cur).commission; got.Cmp(want[cur].commission) != 0 {
+			t.Errorf("%s: the statements' commission due adds up to %s, the items' commission is %s:\n%v",
+				cur, decimal4(got), decimal4(want[cur].commission), snap.months)
 		}
 	}
 	for cur, s := range summaries {

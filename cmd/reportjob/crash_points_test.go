@@ -25,7 +25,13 @@ import (
 // scenario reaches it more than once, at a later one: the fifth hit of the
 // per-period points is the restatement of 02:00 (see crashScenario);
 // after-upload:5 is the fifth object of 03:00; after-checkpoint:2 is the
-// commit of 04:00 and :5 the record of the recheck.
+// commit of 04:00 and :5 the record of the recheck. The month points:
+// the close at the start of the run has nothing to publish (the first
+// run's close published March's revision 1), so month-after-*:1 are the
+// close at its end, which publishes revision 2 (month-after-upload:4 is
+// its last object: the statements file and one per agency), and
+// before-due-delete:1 is the start's, :2 the end's; a crash in the close
+// leaves the due markers of the run's periods for the rerun's close.
 var crashCases = []string{
 	"after-read:1", "after-read:5",
 	"after-claims:1", "after-claims:5",
@@ -34,6 +40,8 @@ var crashCases = []string{
 	"after-manifest:1", "after-manifest:5",
 	"after-cleanup:1", "after-cleanup:5",
 	"after-checkpoint:1", "after-checkpoint:2", "after-checkpoint:5",
+	"month-after-upload:1", "month-after-upload:4",
+	"month-after-manifest:1", "month-after-cleanup:1", "before-due-delete:1", "before-due-delete:2",
 }
 
 // crashConcurrency bounds the cases in flight per stack: the AWS cases
@@ -44,7 +52,8 @@ var crashConcurrency = map[string]int{"embedded": 2, "aws": 16}
 // crashCasesFor returns the cases of a stack: every one on the embedded
 // stack; on DynamoDB + S3, whose cases cost a table, a bucket and a lease
 // expiry each, the first hit of every point and the later hits the issue
-// names (after-upload:5, after-checkpoint:2) by default, every case in the
+// names (after-upload:5, after-checkpoint:2) and the close at the run's
+// end (before-due-delete:2) by default, every case in the
 // long mode (RJTEST_LONG=1).
 func crashCasesFor(backend string) []string {
 	if backend == "embedded" || procLong() {
@@ -52,7 +61,7 @@ func crashCasesFor(backend string) []string {
 	}
 	var out []string
 	for _, c := range crashCases {
-		if strings.HasSuffix(c, ":1") || c == "after-upload:5" || c == "after-checkpoint:2" {
+		if strings.HasSuffix(c, ":1") || c == "after-upload:5" || c == "after-checkpoint:2" || c == "before-due-delete:2" {
 			out = append(out, c)
 		}
 	}
@@ -63,8 +72,9 @@ func TestCrashPoints(t *testing.T) {
 	t.Parallel() // see procAWSEnv
 	bin := procBinary(t)
 	// Every point the package declares is exercised.
-	// (the monthly close's points have their cases in stCrashCases, on the
-	// statements scenario: TestStatementsCrashPoints).
+	// (the monthly close's points have cases here, in the close after a run
+	// that delivers and restates, and in stCrashCases, on the statements
+	// scenario across a month end: TestStatementsCrashPoints).
 	for _, p := range crashpoint.Points {
 		found := false
 		for _, c := range append(slices.Clone(crashCases), stCrashCases...) {

@@ -221,11 +221,13 @@ func (s *crashScenario) cleanup() {
 	}
 }
 
-// sinkSnapshot is what a sink holds: objects' SHA-256 by key, and the
-// parsed manifests by key.
+// sinkSnapshot is what a sink holds: objects' SHA-256 by key, the parsed
+// period manifests by key, and the months' statements by month manifest
+// key.
 type sinkSnapshot struct {
 	objects   map[string]string
 	manifests map[string]*report.Manifest
+	months    map[string]*monthStatement
 }
 
 func snapshot(h *harness) sinkSnapshot {
@@ -233,7 +235,7 @@ func snapshot(h *harness) sinkSnapshot {
 	snap := sinkSnapshot{objects: h.objects(), manifests: map[string]*report.Manifest{}}
 	sk := h.sink()
 	for key := range snap.objects {
-		if strings.HasSuffix(key, "/manifest.json") && !stIsMonthKey(key) {
+		if isPeriodManifest(key) {
 			m, err := report.ParseManifest(h.read(sk, key))
 			if err != nil {
 				h.t.Fatalf("%s: %v", key, err)
@@ -241,12 +243,15 @@ func snapshot(h *harness) sinkSnapshot {
 			snap.manifests[key] = m
 		}
 	}
+	snap.months = readStatements(h.t, snap.objects, func(key string) []byte { return h.read(sk, key) })
 	return snap
 }
 
-// checkSinkInvariant checks what must hold of any sink between runs:
-// every object is listed, with its SHA-256, by its period's manifest, and
-// no publication intent is left.
+// checkSinkInvariant checks what must hold of any sink after a run that
+// completed: every period object is listed, with its SHA-256, by its
+// period's manifest, and no publication intent is left; every statement
+// object is listed, with its SHA-256, by its month's manifest, no month
+// intent and no due marker is left (statementProblems).
 func checkSinkInvariant(t testing.TB, snap sinkSnapshot) {
 	t.Helper()
 	listed := map[string]string{}
@@ -263,7 +268,7 @@ func checkSinkInvariant(t testing.TB, snap sinkSnapshot) {
 	}
 	for key, sum := range snap.objects {
 		switch {
-		case stIsMonthKey(key) && !report.IsIntentKey(key): // the statements': stCheckObjects
+		case report.IsStatementKey(key):
 		case report.IsIntentKey(key):
 			t.Errorf("publication intent left: %s", key)
 		case strings.HasSuffix(key, "/manifest.json"):
@@ -273,18 +278,22 @@ func checkSinkInvariant(t testing.TB, snap sinkSnapshot) {
 			t.Errorf("object %s differs from its manifest's sha256", key)
 		}
 	}
+	for _, p := range statementProblems(snap.objects, snap.months, true) {
+		t.Error(p)
+	}
 }
 
 // compareSinks checks that got holds what the reference holds: the same
-// objects byte for byte (key and SHA-256), and manifests equal but for
-// generated_at (and the hash of the manifest each replaced, which
-// includes its generated_at).
+// period objects byte for byte (key and SHA-256), period manifests equal
+// but for generated_at (and the hash of the manifest each replaced, which
+// includes its generated_at), and the same statements by content
+// (compareStatements).
 func compareSinks(t testing.TB, ref, got sinkSnapshot) {
 	t.Helper()
 	// The statements' objects carry their statement revision, which a
-	// crash may raise: TestStatementsCrashPoints compares them by content.
+	// crash may raise: compareStatements compares them by content.
 	for key, sum := range ref.objects {
-		if strings.HasSuffix(key, "/manifest.json") || stIsMonthKey(key) {
+		if strings.HasSuffix(key, "/manifest.json") || report.IsStatementKey(key) {
 			continue
 		}
 		if g, ok := got.objects[key]; !ok {
@@ -294,7 +303,7 @@ func compareSinks(t testing.TB, ref, got sinkSnapshot) {
 		}
 	}
 	for key := range got.objects {
-		if _, ok := ref.objects[key]; !ok && !stIsMonthKey(key) {
+		if _, ok := ref.objects[key]; !ok && !report.IsStatementKey(key) {
 			t.Errorf("object the reference does not have: %s", key)
 		}
 	}
@@ -310,6 +319,7 @@ func compareSinks(t testing.TB, ref, got sinkSnapshot) {
 			t.Errorf("manifest %s differs from the reference's:\n got %s\nwant %s", key, gj, rj)
 		}
 	}
+	compareStatements(t, ref.months, got.months)
 }
 
 // compareStates checks checkpoint, rechecks and restatements. A crash
@@ -404,6 +414,13 @@ func (s *crashScenario) reference(t *testing.T, bin, backend string) crashRefere
 	}
 	if len(ref.snap.manifests) != 7 {
 		t.Fatalf("reference: %d manifests, want 7", len(ref.snap.manifests))
+	}
+	// March's statement (a draft) is built from the 7 periods, 02:00 at
+	// its revision 2.
+	march := ref.snap.months[report.MonthManifestKey("2024-03")]
+	if len(ref.snap.months) != 1 || march == nil || march.manifest.Status != "draft" || len(march.manifest.Periods) != 7 ||
+		march.manifest.Booked(restated.Start) != 2 || len(march.rows) == 0 {
+		t.Fatalf("reference: statements %+v, want March's draft of 7 periods, 02:00 at revision 2", ref.snap.months)
 	}
 	return ref
 }

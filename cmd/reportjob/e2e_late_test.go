@@ -6,6 +6,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/keys"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // TestE2ELateItemsAWS: on DynamoDB Local and versitygw over HTTPS, items
@@ -70,17 +71,21 @@ func TestE2ELateItemsAWS(t *testing.T) {
 		}
 	}
 	checkListed(t, h, objs)
-	// 03:02: 01:00's recheck finds it unchanged: nothing is written.
+	// 03:02: 01:00's recheck finds it unchanged: nothing is written but
+	// the new 02:00 and March's statement, which takes it in.
 	before := h.objects()
 	if sum := h.mustRun(0, "run", "--now", "2024-03-01T03:02:00Z"); sum["rechecks"] != float64(1) || sum["restated"] != float64(0) {
 		t.Fatalf("03:02 run: %v", sum)
 	}
 	after := h.objects()
 	for k, sha := range before {
-		// (March's draft statement takes in 02:00, delivered by this run.)
-		if !strings.Contains(k, "period=20240301T0200Z") && !stIsMonthKey(k) && after[k] != sha {
+		if !strings.Contains(k, "period=20240301T0200Z") && !report.IsStatementKey(k) && after[k] != sha {
 			t.Errorf("an unchanged recheck changed %s", k)
 		}
+	}
+	march := checkStatements(h)[report.MonthManifestKey("2024-03")]
+	if march == nil || len(march.manifest.Periods) != 3 || march.manifest.Booked(at(0, 0, 0)) != 2 || march.manifest.Booked(at(1, 0, 0)) != 1 {
+		t.Errorf("March's statement %v, want 00:00 (revision 2), 01:00 and 02:00", march)
 	}
 	v := h.mustRun(0, "verify", "--from", "2024-03-01", "--to", "2024-03-01T03:00:00Z", "--now", "2024-03-01T03:02:00Z")
 	if v["status"] != "ok" {
@@ -88,7 +93,7 @@ func TestE2ELateItemsAWS(t *testing.T) {
 	}
 	var victim string
 	for k := range after {
-		if strings.HasPrefix(k, "agencies/agency=gamma/") && !stIsMonthKey(k) {
+		if strings.HasPrefix(k, "agencies/agency=gamma/period=") {
 			victim = k
 		}
 	}

@@ -272,7 +272,7 @@ func checkManifests(t *testing.T, h *harness, objs map[string]string, raws []raw
 	sk := h.sink()
 	var rejects, dups int64
 	listed := map[string]bool{}
-	for _, key := range datasetKeys(objs, "manifests") {
+	for _, key := range periodManifestKeys(objs) {
 		m, err := report.ParseManifest(h.read(sk, key))
 		if err != nil {
 			t.Fatalf("%s: %v", key, err)
@@ -329,13 +329,18 @@ func checkManifests(t *testing.T, h *harness, objs map[string]string, raws []raw
 	}
 }
 
-// checkListed checks the sink's invariant: every object is a manifest, or
-// is listed, with its SHA-256, by the manifest of its period; no intent is
-// left.
+// checkListed checks the sink's invariant after a completed run: every
+// period object is a manifest, or is listed, with its SHA-256, by the
+// manifest of its period; no intent is left; the statements' objects are
+// listed by their month's manifest, no month intent or due marker is left
+// (statementProblems).
 func checkListed(t *testing.T, h *harness, objs map[string]string) {
 	t.Helper()
 	listed := map[string]string{}
 	for _, key := range datasetKeys(objs, "manifests") {
+		if report.IsStatementKey(key) {
+			continue
+		}
 		if !strings.HasSuffix(key, "/manifest.json") {
 			t.Errorf("unexpected %s", key)
 			continue
@@ -350,8 +355,7 @@ func checkListed(t *testing.T, h *harness, objs map[string]string) {
 	}
 	for k, sha := range objs {
 		switch {
-		case strings.HasPrefix(k, "manifests/"):
-		case stIsMonthKey(k): // the statements': stCheckObjects
+		case strings.HasPrefix(k, "manifests/"), report.IsStatementKey(k):
 		case listed[k] == "":
 			t.Errorf("object %s is listed by no manifest", k)
 		case listed[k] != sha:
@@ -362,6 +366,14 @@ func checkListed(t *testing.T, h *harness, objs map[string]string) {
 		if _, ok := objs[k]; !ok {
 			t.Errorf("listed object %s is missing", k)
 		}
+	}
+	sk := h.sink()
+	months := readStatements(t, objs, func(key string) []byte { return h.read(sk, key) })
+	for _, p := range statementProblems(objs, months, true) {
+		t.Error(p)
+	}
+	if len(months) == 0 {
+		t.Errorf("no month manifest: the run published no statements")
 	}
 }
 

@@ -155,7 +155,7 @@ func (s *faultSuite) cliFor(job string) *cli {
 		s.t.Fatal(err)
 	}
 	c := &cli{cfg: cfg, env: env, runID: "check"}
-	c.base = newLogger(cfg, &bytes.Buffer{})
+	c.base = newLogger(cfg, &bytes.Buffer{}, false)
 	c.log = c.base
 	return c
 }
@@ -187,8 +187,12 @@ type jobState struct {
 	// on the reference), "size sha256:..." for a multipart object, or for
 	// a manifest the SHA-256 of its normalised JSON.
 	objects map[string]string
-	state   checkpoint.State
-	index   map[string][]string // period -> ids billed
+	// statements: month manifest key -> the month's statement by content
+	// (statementContent): a fault can change how many statement revisions
+	// were published, and with them the statement objects' names.
+	statements map[string]string
+	state      checkpoint.State
+	index      map[string][]string // period -> ids billed
 }
 
 // periodRE finds the period of an object key.
@@ -200,7 +204,12 @@ var periodRE = regexp.MustCompile(`(?:^|/)period=([0-9]{8}T[0-9]{4}Z)/`)
 //   - every other object is listed by its period's manifest or, unless
 //     strict, lies in a period an intent covers (an interrupted
 //     publication, which the next run of the period cleans up);
-//   - strict: no intent is left.
+//   - strict: no intent is left;
+//   - the statements' objects (kept apart from objects): each month
+//     manifest lists its objects with their SHA-256; every other statement
+//     object is listed by its month's manifest or, unless strict, lies in
+//     a month an intent covers; strict: no month intent, no due marker
+//     (statementProblems).
 //
 // With ref nil (the reference job) it reads every object and checks that
 // its ETag is its MD5; else it reads only manifests and intents, and the
@@ -217,12 +226,16 @@ func (s *faultSuite) inspect(job string, strict bool, ref *jobState, periods []r
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	js := jobState{objects: map[string]string{}, index: map[string][]string{}}
+	js := jobState{objects: map[string]string{}, statements: map[string]string{}, index: map[string][]string{}}
 	var problems []string
-	intents := map[string]bool{} // period names
+	stmtObjs := map[string]string{} // key -> sha256: the statements' objects and the period manifests
+	intents := map[string]bool{}    // period names
 	var manifests []string
 	for _, o := range infos {
 		switch {
+		case report.IsStatementKey(o.Key):
+			sum := sha256.Sum256(s.h.read(b.Bucket, o.Key))
+			stmtObjs[o.Key] = hex.EncodeToString(sum[:])
 		case strings.HasSuffix(o.Key, "/manifest.json"):
 			manifests = append(manifests, o.Key)
 		case report.IsIntentKey(o.Key):
@@ -249,6 +262,8 @@ func (s *faultSuite) inspect(job string, strict bool, ref *jobState, periods []r
 		raw := s.h.read(b.Bucket, key)
 		sum := sha256.Sum256(normaliseManifest(s.t, raw))
 		js.objects[key] = hex.EncodeToString(sum[:])
+		rawSum := sha256.Sum256(raw)
+		stmtObjs[key] = hex.EncodeToString(rawSum[:]) // what a draft's periods name
 		m, err := report.ParseManifest(raw)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", key, err))
@@ -277,6 +292,11 @@ func (s *faultSuite) inspect(job string, strict bool, ref *jobState, periods []r
 		if !listed[key] && !strings.HasSuffix(key, "/manifest.json") && (strict || !intents[periodOf(key)]) {
 			problems = append(problems, "object listed by no manifest: "+key)
 		}
+	}
+	months := readStatements(s.t, stmtObjs, func(key string) []byte { return s.h.read(b.Bucket, key) })
+	problems = append(problems, statementProblems(stmtObjs, months, strict)...)
+	for key, ms := range months {
+		js.statements[key] = statementContent(ms)
 	}
 	slices.Sort(problems)
 
@@ -334,6 +354,19 @@ func (got jobState) diff(want jobState) string {
 	}
 	for k := range got.objects {
 		if _, ok := want.objects[k]; !ok {
+			d = append(d, "extra "+k)
+		}
+	}
+	for k, v := range want.statements {
+		switch g, ok := got.statements[k]; {
+		case !ok:
+			d = append(d, "missing "+k)
+		case g != v:
+			d = append(d, fmt.Sprintf("statement %s differs:\n got %s\nwant %s", k, g, v))
+		}
+	}
+	for k := range got.statements {
+		if _, ok := want.statements[k]; !ok {
 			d = append(d, "extra "+k)
 		}
 	}

@@ -22,9 +22,16 @@ var (
 	ddbBatch = fp.Ops("BatchWriteItem", "BatchGetItem")
 )
 
-// isManifest: the conditional manifest write (If-None-Match or If-Match).
+// isManifest: the conditional manifest write (If-None-Match or If-Match)
+// of a period (not of a month's statements).
 func isManifest(r *fp.Request) bool {
-	return r.Op == "PutObject" && strings.HasSuffix(r.Key, "/manifest.json")
+	return r.Op == "PutObject" && strings.HasSuffix(r.Key, "/manifest.json") && strings.Contains(r.Key, "/"+report.DirManifests+"/period=")
+}
+
+// isMonthManifest: the conditional write (If-None-Match or If-Match) of a
+// month's statements manifest.
+func isMonthManifest(r *fp.Request) bool {
+	return r.Op == "PutObject" && strings.HasSuffix(r.Key, "/manifest.json") && strings.Contains(r.Key, "/"+report.MonthManifestsPrefix)
 }
 
 // The state writes, told apart by their update expressions
@@ -117,6 +124,12 @@ func faultTrials(s *faultSuite, n int) []*faultTrial {
 			s3: func() fp.Rule { return fp.Nth(2, fp.LostAnswer, isManifest) }},
 		&faultTrial{name: "s3-manifest-lost500-p1", fault: "S3 lost response (500) to the If-Match manifest write", phase: 1,
 			s3: func() fp.Rule { return fp.Nth(2, lost500, isManifest) }}, // the 1st is period 03's
+		// The close's own conditional write: March's first statement
+		// (phase 0), then its next revision (phase 1).
+		&faultTrial{name: "s3-month-manifest-lost-p0", fault: "S3 lost response to the If-None-Match month manifest write", phase: 0,
+			s3: func() fp.Rule { return fp.Nth(1, fp.LostAnswer, isMonthManifest) }},
+		&faultTrial{name: "s3-month-manifest-lost500-p1", fault: "S3 lost response (500) to the If-Match month manifest write", phase: 1,
+			s3: func() fp.Rule { return fp.Nth(1, lost500, isMonthManifest) }},
 	)
 	// S3, persistent.
 	out = append(out,

@@ -52,7 +52,7 @@ func TestVerifyRepairGrid(t *testing.T) {
 	var periods []string
 	sk := h.sink()
 	for key := range h.objects() {
-		if !strings.HasSuffix(key, "/manifest.json") {
+		if !isPeriodManifest(key) {
 			continue
 		}
 		m, err := report.ParseManifest(h.read(sk, key))
@@ -68,4 +68,5 @@ func TestVerifyRepairGrid(t *testing.T) {
 	if billed != int64(want) || len(periods) != 10 {
 		t.Fatalf("billed %d transactions in %d periods %v; want %d in 10", billed, len(periods), periods, want)
 	}
+	statementsOf(h, 10)
 }

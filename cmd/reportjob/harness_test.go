@@ -150,8 +150,8 @@ func (h *harness) cli() *cli {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	c := &cli{cfg: cfg, env: h.env, stdout: io.Discard, stderr: io.Discard, runID: "test"}
-	c.base = newLogger(cfg, io.Discard)
+	c := &cli{cfg: cfg, env: h.env, stdout: io.Discard, stderr: io.Discard, runID: "test", logOut: io.Discard}
+	c.base = newLogger(cfg, io.Discard, false)
 	c.log = c.base
 	return c
 }

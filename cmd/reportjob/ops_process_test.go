@@ -188,6 +188,10 @@ func opsRace(t *testing.T, bin, backend string) {
 	if len(ms) != 24 || len(ends) != 24 {
 		t.Errorf("%d manifests for %d periods, want 24", len(ms), len(ends))
 	}
+	// The winner's close: one statement of the 24 periods.
+	if months := checkStatements(h); len(months) != 1 || len(opsOnlyMonth(months).manifest.Periods) != 24 {
+		t.Errorf("statements after the race %v, want one month of 24 periods", months)
+	}
 }
 
 // opsScheduleSIGTERM runs `reportjob schedule` ("@every 1s", one period a
@@ -280,4 +284,5 @@ func opsScheduleSIGTERM(t *testing.T, bin string) {
 	if ms := opsManifests(h); len(ms) != processed {
 		t.Errorf("%d manifests, want %d", len(ms), processed)
 	}
+	opsStoppedStatements(h, processed)
 }

@@ -25,7 +25,7 @@ func TestOpsScheduleInProcess(t *testing.T) {
 	defer cancel()
 	stderr := &opsLogWatch{match: []byte(`"msg":"building period"`), n: 5, fn: cancel}
 	c.stdout = &stdout
-	c.base = newLogger(c.cfg, stderr)
+	c.base = newLogger(c.cfg, stderr, false)
 	c.log = c.base
 
 	done := make(chan error, 1)
@@ -73,6 +73,7 @@ func TestOpsScheduleInProcess(t *testing.T) {
 	if len(ms) != processed || maxEnd.Format(time.RFC3339) != wantCP {
 		t.Errorf("%d manifests, last ending %s; want %d ending at the checkpoint %s", len(ms), maxEnd, processed, wantCP)
 	}
+	opsStoppedStatements(h, processed)
 }
 
 // opsBuffer is a bytes.Buffer safe for concurrent use.

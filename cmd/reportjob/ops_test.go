@@ -14,6 +14,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/keys"
+	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -43,6 +44,67 @@ func opsSummaries(t testing.TB, stdout, cmd string) []map[string]any {
 	return out
 }
 
+// opsOnlyMonth returns the one month of months (nil-safe: an empty
+// statement when there is not exactly one).
+func opsOnlyMonth(months map[string]*monthStatement) *monthStatement {
+	if len(months) == 1 {
+		for _, m := range months {
+			return m
+		}
+	}
+	return &monthStatement{manifest: &monthclose.Manifest{}}
+}
+
+// statementsOf checks h's statements (checkStatements, after a completed
+// run) and that they take in n periods in all, each once.
+func statementsOf(h *harness, n int) {
+	h.t.Helper()
+	months := checkStatements(h)
+	seen := map[string]int{}
+	for _, ms := range months {
+		for _, p := range ms.manifest.Periods {
+			seen[p.Key]++
+		}
+	}
+	if len(seen) != n {
+		h.t.Errorf("statements take in %d periods, want %d: %v", len(seen), n, months)
+	}
+	for k, c := range seen {
+		if c != 1 {
+			h.t.Errorf("period %s is in %d statements", k, c)
+		}
+	}
+}
+
+// opsStoppedStatements checks the statements after a schedule stopped by
+// a signal, n periods delivered in all. The run stopped at the signal
+// skips its close (job.Run: a stopped run ends at once), leaving the due
+// markers of what it delivered: each of the n periods is in a statement
+// or has its due marker. One more run's close takes them in: its periods
+// and the n are in the statements, no due marker left.
+func opsStoppedStatements(h *harness, n int) {
+	h.t.Helper()
+	objs := h.objects()
+	var due []string
+	covered := map[string]bool{}
+	for k := range objs {
+		if name, ok := strings.CutPrefix(k, report.DueStatementsPrefix+"period="); ok {
+			due = append(due, k)
+			covered[strings.TrimSuffix(name, ".json")] = true
+		}
+	}
+	for _, ms := range checkStatements(h, due...) {
+		for _, p := range ms.manifest.Periods {
+			covered[report.Period{Start: p.Start, End: p.End}.Name()] = true
+		}
+	}
+	if len(covered) != n {
+		h.t.Errorf("after the stop, %d periods in the statements or due (%v), want %d", len(covered), due, n)
+	}
+	sum := h.mustRun(exitOK, "run", "--now", time.Now().UTC().Format(time.RFC3339))
+	statementsOf(h, n+opsInt(h.t, sum, "periods_processed"))
+}
+
 // opsInt reads a JSON number field as an int.
 func opsInt(t testing.TB, m map[string]any, key string) int {
 	t.Helper()
@@ -53,7 +115,8 @@ func opsInt(t testing.TB, m map[string]any, key string) int {
 	return int(f)
 }
 
-// opsManifests returns the period end of every manifest in the sink, by key.
+// opsManifests returns the period end of every period manifest in the
+// sink, by key (the months' manifests are checkStatements').
 func opsManifests(h *harness) map[string]time.Time {
 	h.t.Helper()
 	sk := h.sink()
@@ -63,7 +126,7 @@ func opsManifests(h *harness) map[string]time.Time {
 	}
 	out := map[string]time.Time{}
 	for _, o := range infos {
-		if !strings.HasSuffix(o.Key, "/manifest.json") {
+		if !isPeriodManifest(o.Key) {
 			continue
 		}
 		var m report.Manifest
@@ -164,6 +227,11 @@ func TestOpsCatchUp(t *testing.T) {
 	}
 	if ms := opsManifests(h); len(ms) != 25 {
 		t.Errorf("%d manifests, want 25", len(ms))
+	}
+	// March's statement takes in the 25 periods.
+	if ms := checkStatements(h); len(ms) != 1 || ms[report.MonthManifestKey("2024-03")] == nil ||
+		len(ms[report.MonthManifestKey("2024-03")].manifest.Periods) != 25 {
+		t.Errorf("statements %v, want March's of 25 periods", ms)
 	}
 }
 
@@ -282,17 +350,29 @@ func TestOpsBackfill(t *testing.T) {
 	}
 	objs := h.objects()
 	for k, sum := range objsAfterRun {
-		if objs[k] != sum {
+		// The statements are republished: checkStatements below.
+		if objs[k] != sum && !report.IsStatementKey(k) {
 			t.Errorf("backfill rewrote %s", k)
 		}
 	}
 	if ms := opsManifests(h); len(ms) != 5 {
 		t.Errorf("%d manifests after backfilling 00:00..05:00, want 5", len(ms))
 	}
+	// March's statement takes in the periods up to the checkpoint; the
+	// backfilled 03:00 and 04:00 beyond it wait, due, for the checkpoint.
+	at := func(h int) report.Period {
+		start := opsTime("2024-03-01T00:00:00Z").Add(time.Duration(h) * time.Hour)
+		return report.Period{Start: start, End: start.Add(time.Hour)}
+	}
+	if ms := checkStatements(h, report.StatementDueKey(at(3)), report.StatementDueKey(at(4))); len(opsOnlyMonth(ms).manifest.Periods) != 3 {
+		t.Errorf("statements after the backfill %v, want March's of 3 periods", ms)
+	}
 	// The next run carries on from the checkpoint, not from the backfill.
 	if sum := h.mustRun(exitOK, "run", "--now", now); sum["first_period"] != "2024-03-01T03:00:00Z" || opsInt(t, sum, "periods_processed") != 3 {
 		t.Errorf("run after backfill: %v", sum)
 	}
+	// Its close takes in the 6 periods; no due marker is left.
+	statementsOf(h, 6)
 }
 
 // TestOpsStatusJSON checks the fields of status --json before any run,

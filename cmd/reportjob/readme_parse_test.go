@@ -8,15 +8,20 @@ import (
 	"time"
 )
 
-// This file reads README.md into what readme_test.go checks and runs: its
-// headings, code blocks and the walkthrough markers (HTML comments,
-// invisible when rendered):
+// This file reads a page of the documentation (README.md, docs/*.md) into
+// what readme_test.go checks and runs: its headings, code blocks and the
+// walkthrough markers (HTML comments, invisible when rendered):
 //
 //	<!-- walkthrough: NAME -->  the ```sh blocks that follow belong to the
 //	                            walkthrough NAME (continued when NAME was used
 //	                            before), until the next walkthrough marker or
 //	                            the next heading at or above the level of the
-//	                            section the marker is in
+//	                            section the marker is in, or the end of the
+//	                            page. A walkthrough may go on in a later page
+//	                            (docPages orders them): its blocks run in one
+//	                            shell, page after page, so the later page's
+//	                            blocks start in the folder, with the variables,
+//	                            the earlier page's left
 //	<!-- skip: REASON -->       the next ```sh block is not run
 //	<!-- exit N -->             the next block's last command must exit N
 //	<!-- background: stop with SIGINT after Ns -->
@@ -49,7 +54,8 @@ type mdBlock struct {
 // readmeStep is a command the README shows: a ```sh block, or the COMMAND
 // of a run marker.
 type readmeStep struct {
-	line        int // line of the block (or of the run marker)
+	page        string // the page, relative to the repository
+	line        int    // line of the block (or of the run marker)
 	walkthrough string
 	cmd         string
 	skip        string // reason, when marked skip
@@ -62,8 +68,9 @@ type readmeStep struct {
 	expectLine  int
 }
 
-// readmeDoc is README.md, parsed.
+// readmeDoc is one page of the documentation, parsed.
 type readmeDoc struct {
+	file     string // relative to the repository, with "/"
 	lines    []string
 	headings []mdHeading
 	blocks   []mdBlock
@@ -80,8 +87,12 @@ var (
 )
 
 // parseReadme parses the README's text.
-func parseReadme(text string) *readmeDoc {
-	d := &readmeDoc{lines: strings.Split(text, "\n")}
+func parseReadme(text string) *readmeDoc { return parseDoc("README.md", text) }
+
+// parseDoc parses the text of the page file (a path relative to the
+// repository).
+func parseDoc(file, text string) *readmeDoc {
+	d := &readmeDoc{file: file, lines: strings.Split(text, "\n")}
 	var (
 		walk      string // current walkthrough, "" outside
 		walkLevel int    // level of the section its marker is in
@@ -96,7 +107,7 @@ func parseReadme(text string) *readmeDoc {
 		cur       mdBlock
 		body      strings.Builder
 		errf      = func(line int, format string, a ...any) {
-			d.errs = append(d.errs, fmt.Sprintf("README.md:%d: ", line)+fmt.Sprintf(format, a...))
+			d.errs = append(d.errs, fmt.Sprintf("%s:%d: ", d.file, line)+fmt.Sprintf(format, a...))
 		}
 		knownWalks = map[string]bool{}
 	)
@@ -207,7 +218,7 @@ func (d *readmeDoc) closeBlock(b mdBlock, walk string, markLine int, pend readme
 			errf(markLine, "a run marker must precede a ```text block")
 		}
 		st := pend
-		st.line, st.walkthrough, st.cmd = b.line, walk, b.body
+		st.page, st.line, st.walkthrough, st.cmd = d.file, b.line, walk, b.body
 		if walk == "" && st.skip == "" {
 			errf(b.line, "```sh block outside every walkthrough: mark it with <!-- walkthrough: NAME --> or <!-- skip: reason -->")
 		}
@@ -225,7 +236,7 @@ func (d *readmeDoc) closeBlock(b mdBlock, walk string, markLine int, pend readme
 	case "text":
 		if runCmd != "" {
 			st := pend
-			st.line, st.walkthrough, st.cmd = markLine, walk, runCmd+"\n"
+			st.page, st.line, st.walkthrough, st.cmd = d.file, markLine, walk, runCmd+"\n"
 			st.expect, st.hasExpect, st.expectLine = b.body, true, b.line
 			if walk == "" {
 				errf(markLine, "run marker outside every walkthrough")

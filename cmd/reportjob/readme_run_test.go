@@ -16,8 +16,9 @@ import (
 	"time"
 )
 
-// This file runs one README walkthrough in one bash process, blocks in
-// document order, and compares what each block prints with the README.
+// This file runs one walkthrough of the documentation in one bash process,
+// blocks in document order (pages in docPages order), and compares what each
+// block prints with the page.
 
 // reporter is the part of *testing.T a walkthrough reports to (a fake in
 // the runner's own tests).
@@ -46,6 +47,11 @@ type readmeWalk struct {
 	subst []readmeSubst
 	env   []string
 
+	// update: rewrite an expected output that differs (not a trimmed one,
+	// with "..."), into updates, instead of failing (-update-docs).
+	update  bool
+	updates []docUpdate
+
 	done    chan struct{} // closed when bash has exited
 	runErr  error
 	elapsed time.Duration
@@ -63,7 +69,7 @@ func (w *readmeWalk) script() string {
 			cmd = s.re.ReplaceAllLiteralString(cmd, s.dir)
 		}
 		out := fmt.Sprintf(`"$__rj/%d.out" 2>"$__rj/%d.err"`, i, i)
-		fmt.Fprintf(&b, "\n# README.md:%d\necho %d >\"$__rj/current\"\necho %d $EPOCHREALTIME >>\"$__rj/times\"\n", st.line, i, i)
+		fmt.Fprintf(&b, "\n# %s:%d\necho %d >\"$__rj/current\"\necho %d $EPOCHREALTIME >>\"$__rj/times\"\n", st.page, st.line, i, i)
 		switch {
 		case st.skip != "":
 			continue
@@ -176,7 +182,7 @@ func (w *readmeWalk) wait(t reporter) {
 			return
 		}
 		if st.skip != "" {
-			t.Logf("README.md:%d: skipped: %s", st.line, st.skip)
+			t.Logf("%s:%d: skipped: %s", st.page, st.line, st.skip)
 			continue
 		}
 		w.check(t, i, st)
@@ -187,8 +193,8 @@ func (w *readmeWalk) wait(t reporter) {
 // wrote ("i EPOCHREALTIME" as each block starts).
 func (w *readmeWalk) slowest(n int) string {
 	type took struct {
-		line int
-		d    time.Duration
+		at string
+		d  time.Duration
 	}
 	var l []took
 	var prevIdx int
@@ -200,14 +206,14 @@ func (w *readmeWalk) slowest(n int) string {
 			continue
 		}
 		if prev > 0 && prevIdx < len(w.steps) {
-			l = append(l, took{w.steps[prevIdx].line, time.Duration((at - prev) * float64(time.Second))})
+			l = append(l, took{fmt.Sprintf("%s:%d", w.steps[prevIdx].page, w.steps[prevIdx].line), time.Duration((at - prev) * float64(time.Second))})
 		}
 		prevIdx, prev = i, at
 	}
 	slices.SortFunc(l, func(a, b took) int { return cmp.Compare(b.d, a.d) })
 	var out []string
 	for _, x := range l[:min(n, len(l))] {
-		out = append(out, fmt.Sprintf("README.md:%d %v", x.line, x.d.Round(10*time.Millisecond)))
+		out = append(out, fmt.Sprintf("%s %v", x.at, x.d.Round(10*time.Millisecond)))
 	}
 	return strings.Join(out, ", ")
 }
@@ -228,11 +234,11 @@ func (w *readmeWalk) reportFailure(t reporter, i int, st readmeStep, runErr erro
 	case st.background > 0 && rc != "":
 		why = fmt.Sprintf("after SIGINT it exited %s, want 0", rc)
 	}
-	t.Errorf("README.md:%d: block %s\n%s\nstdout:\n%s\nstderr:\n%s", st.line, why, indent(st.cmd),
+	t.Errorf("%s:%d: block %s\n%s\nstdout:\n%s\nstderr:\n%s", st.page, st.line, why, indent(st.cmd),
 		indent(w.read(fmt.Sprintf("%d.out", i))), indent(w.read(fmt.Sprintf("%d.err", i))))
 }
 
-// check compares a block's stdout with the README's.
+// check compares a block's stdout with the page's.
 func (w *readmeWalk) check(t reporter, i int, st readmeStep) {
 	t.Helper()
 	got := w.read(fmt.Sprintf("%d.out", i))
@@ -240,7 +246,7 @@ func (w *readmeWalk) check(t reporter, i int, st readmeStep) {
 		lines := strings.Split(strings.TrimRight(got, "\n"), "\n")
 		var sum map[string]any
 		if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil || sum["command"] == nil {
-			t.Errorf("README.md:%d: the background block's last stdout line is not a JSON summary line: %q", st.line, lines[len(lines)-1])
+			t.Errorf("%s:%d: the background block's last stdout line is not a JSON summary line: %q", st.page, st.line, lines[len(lines)-1])
 		}
 	}
 	if !st.hasExpect {
@@ -249,17 +255,26 @@ func (w *readmeWalk) check(t reporter, i int, st readmeStep) {
 	got = w.fromTest(got, st.expect)
 	want, have := normalizeOutput(st.expect), normalizeOutput(got)
 	if !matchLines(want, have) {
-		t.Errorf("README.md:%d: the output differs from README.md:%d\ncommand:\n%s\nREADME (normalised):\n%s\nprinted (normalised):\n%s\nstderr:\n%s",
-			st.line, st.expectLine, indent(st.cmd), indent(strings.Join(want, "\n")), indent(strings.Join(have, "\n")),
+		if w.update && !slices.Contains(want, "...") {
+			w.updates = append(w.updates, docUpdate{page: st.page, line: st.expectLine, body: keepShown(got, st.expect)})
+			t.Logf("%s:%d: -update-docs: the output block is rewritten with what the command printed", st.page, st.expectLine)
+			return
+		}
+		t.Errorf("%s:%d: the output differs from %[1]s:%[3]d\ncommand:\n%[4]s\n%[1]s (normalised):\n%[5]s\nprinted (normalised):\n%[6]s\nstderr:\n%[7]s",
+			st.page, st.line, st.expectLine, indent(st.cmd), indent(strings.Join(want, "\n")), indent(strings.Join(have, "\n")),
 			indent(w.read(fmt.Sprintf("%d.err", i))))
 	}
 }
 
-var dayRE = regexp.MustCompile(`"day":"(\d{4})-(\d{2})-(\d{2})"`)
+var (
+	dayRE       = regexp.MustCompile(`"day":"(\d{4})-(\d{2})-(\d{2})"`)
+	statementRE = regexp.MustCompile(`statement-[0-9a-f]{16}\.`)
+)
 
 // fromTest puts the README's own names back into what a block printed:
-// the substituted folders, /home/you for HOME, and the demo's day (the
-// demo reports on yesterday) as the README shows it.
+// the substituted folders, /home/you for HOME, and the demo's day and month
+// (the demo reports on yesterday) as the README shows them, with the name
+// of the statement file it shows (its content, so its hash, has the day).
 func (w *readmeWalk) fromTest(got, expect string) string {
 	for _, s := range w.subst {
 		got = strings.ReplaceAll(got, s.dir, s.readme)
@@ -267,7 +282,10 @@ func (w *readmeWalk) fromTest(got, expect string) string {
 	got = strings.ReplaceAll(got, w.home, "/home/you")
 	if g, e := dayRE.FindStringSubmatch(got), dayRE.FindStringSubmatch(expect); g != nil && e != nil {
 		got = strings.NewReplacer(g[1]+"-"+g[2]+"-"+g[3], e[1]+"-"+e[2]+"-"+e[3],
-			g[1]+g[2]+g[3], e[1]+e[2]+e[3]).Replace(got)
+			g[1]+g[2]+g[3], e[1]+e[2]+e[3], g[1]+"-"+g[2], e[1]+"-"+e[2]).Replace(got)
+		if m := statementRE.FindString(expect); m != "" {
+			got = statementRE.ReplaceAllLiteralString(got, m)
+		}
 	}
 	return got
 }
@@ -328,4 +346,64 @@ func indent(s string) string {
 		return "    (empty)"
 	}
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+// docUpdate is an expected output to rewrite: the ```text block that
+// opens at line of page gets body.
+type docUpdate struct {
+	page string
+	line int
+	body string
+}
+
+// keepShown returns what a block printed, with the values readmeNormal
+// masks (run ids, durations, lease holders) put back as the page showed
+// them, in order, so that a rewrite changes only what really changed.
+func keepShown(got, shown string) string {
+	for _, n := range readmeNormal {
+		old := n.re.FindAllString(shown, -1)
+		i := 0
+		got = n.re.ReplaceAllStringFunc(got, func(m string) string {
+			if i < len(old) {
+				i++
+				return old[i-1]
+			}
+			return m
+		})
+	}
+	return got
+}
+
+// applyDocUpdates rewrites the expected outputs of ups in the pages under
+// root.
+func applyDocUpdates(root string, ups []docUpdate) error {
+	byPage := map[string][]docUpdate{}
+	for _, u := range ups {
+		byPage[u.page] = append(byPage[u.page], u)
+	}
+	for page, ups := range byPage {
+		path := filepath.Join(root, filepath.FromSlash(page))
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		lines := strings.Split(string(b), "\n")
+		// Bottom up, so that the earlier blocks' line numbers hold.
+		slices.SortFunc(ups, func(a, b docUpdate) int { return cmp.Compare(b.line, a.line) })
+		for _, u := range ups {
+			end := u.line // lines[u.line-1] is the opening fence
+			for end < len(lines) && strings.TrimSpace(lines[end]) != "```" {
+				end++
+			}
+			if u.line < 1 || end == len(lines) || !strings.HasPrefix(lines[u.line-1], "```text") {
+				return fmt.Errorf("%s:%d: no ```text block to rewrite", page, u.line)
+			}
+			body := strings.Split(strings.TrimRight(u.body, "\n"), "\n")
+			lines = slices.Concat(lines[:u.line], body, lines[end:])
+		}
+		if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,14 @@ func TestReadmeMatch(t *testing.T) {
 	if p, l := splitLastCommand("a \\\n  b\nc \\\n  d\n"); p != "a \\\n  b\n" || l != "c \\\n  d" {
 		t.Errorf("splitLastCommand: %q, %q", p, l)
 	}
+	// The demo reports on yesterday: its day, month and the statement file
+	// named by its content are put back as the README shows them.
+	w := &readmeWalk{home: "/h"}
+	shown := `{"day":"2026-11-21"} period=20261121T0000Z month=2026-11/statement-77c4c9dea7072287.csv`
+	printed := `{"day":"2027-01-01"} period=20270101T0000Z month=2027-01/statement-0123456789abcdef.csv`
+	if got := w.fromTest(printed, shown); got != shown {
+		t.Errorf("fromTest: %q, want %q", got, shown)
+	}
 	if s := headingSlug("1. Build the binary, and `go`"); s != "1-build-the-binary-and-go" {
 		t.Errorf("slug %q", s)
 	}
@@ -96,21 +105,7 @@ func TestReadmeRunner(t *testing.T) {
 		if len(d.errs) > 0 {
 			t.Fatalf("grammar: %q", d.errs)
 		}
-		tmp := t.TempDir()
-		w := &readmeWalk{name: "w", steps: d.walkthroughs()["w"], root: tmp, home: filepath.Join(tmp, "home"),
-			out: filepath.Join(tmp, "out"), env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(tmp, "home")}}
-		w.subst = []readmeSubst{{re: regexp.MustCompile(`/tmp/x\b`), readme: "/tmp/x", dir: filepath.Join(tmp, "x")}}
-		for _, p := range []string{w.home, w.out} {
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.start(time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		r := &recorder{}
-		w.wait(r)
-		return r
+		return runTestWalk(t, d.walkthroughs()["w"])
 	}
 	sh := func(body string) string { return fence + "sh\n" + body + "\n" + fence + "\n" }
 	text := func(body string) string { return "\n" + fence + "text\n" + body + "\n" + fence + "\n" }
@@ -139,35 +134,156 @@ func TestReadmeRunner(t *testing.T) {
 	}
 }
 
-// TestReadmeChecks: each table and link check finds a change to the real
-// README that makes it wrong.
+// runTestWalk runs steps as the walkthrough "w" in a temp folder, /tmp/x
+// standing for a folder of its own, and returns what it reported.
+func runTestWalk(t *testing.T, steps []readmeStep) *recorder {
+	t.Helper()
+	tmp := t.TempDir()
+	w := &readmeWalk{name: "w", steps: steps, root: tmp, home: filepath.Join(tmp, "home"),
+		out: filepath.Join(tmp, "out"), env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Join(tmp, "home")}}
+	w.subst = []readmeSubst{{re: regexp.MustCompile(`/tmp/x\b`), readme: "/tmp/x", dir: filepath.Join(tmp, "x")}}
+	for _, p := range []string{w.home, w.out} {
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.start(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{}
+	w.wait(r)
+	return r
+}
+
+// TestDocsWalkthroughAcrossPages: a walkthrough that goes on in a later
+// page runs in one shell, pages in docPages order: the later page's blocks
+// start in the folder, with the variables, the earlier page left; a page
+// ends the walkthrough its marker started (a block after the end of the
+// walkthrough's section on the same page is outside it); and a failure
+// names the page and line.
+func TestDocsWalkthroughAcrossPages(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	sh := func(body string) string { return fence + "sh\n" + body + "\n" + fence + "\n" }
+	text := func(body string) string { return "\n" + fence + "text\n" + body + "\n" + fence + "\n" }
+	docs := &docSet{pages: []*readmeDoc{
+		parseDoc("README.md", "# R\n<!-- walkthrough: w -->\n"+sh("V=first; mkdir -p /tmp/x/a && cd /tmp/x/a")),
+		parseDoc("docs/one.md", "# One\n## Q\n<!-- walkthrough: w -->\n"+sh(`echo "$V $(basename "$PWD")"`)+text("first a")+
+			"## Other\n<!-- skip: not part of w -->\n"+sh("exit 1")),
+		parseDoc("docs/two.md", "# Two\n<!-- walkthrough: w -->\n"+sh("false")),
+	}}
+	for _, d := range docs.pages {
+		if len(d.errs) > 0 {
+			t.Fatalf("grammar: %q", d.errs)
+		}
+	}
+	steps := docs.walkthroughs()["w"]
+	var at []string
+	for _, st := range steps {
+		at = append(at, fmt.Sprintf("%s:%d", st.page, st.line))
+	}
+	if want := []string{"README.md:3", "docs/one.md:4", "docs/two.md:3"}; !slices.Equal(at, want) {
+		t.Fatalf("steps at %v, want %v", at, want)
+	}
+	if r := runTestWalk(t, steps[:2]); len(r.errs) > 0 {
+		t.Errorf("across two pages: %q", r.errs)
+	}
+	r := runTestWalk(t, steps)
+	if got := strings.Join(r.errs, "\n"); !strings.Contains(got, "docs/two.md:3: block a command failed") {
+		t.Errorf("a failing block of the second page: errors %q, want one naming docs/two.md:3", got)
+	}
+}
+
+// TestReadmeChecks: each table, page and link check finds a change to the
+// real documentation that makes it wrong.
 func TestReadmeChecks(t *testing.T) {
 	root, _ := filepath.Abs(filepath.Join("..", ".."))
-	text, err := os.ReadFile(filepath.Join(root, "README.md"))
+	for _, c := range []struct {
+		name, page, old, new string
+		check                func(*docSet) []string
+		want                 string
+	}{
+		{"flag", "docs/reference.md", "`[--json] [--now T]`", "`[--json]`", checkReadmeCommands, "docs/reference.md: status flags"},
+		{"command", "docs/reference.md", "| `version` |", "| `versions` |", checkReadmeCommands, `"versions" is not in`},
+		{"config default", "docs/reference.md", "| `report.lateness` | `2m` | wait", "| `report.lateness` | `5m` | wait", checkReadmeConfig, "report.lateness defaults to 5m"},
+		{"config key", "docs/reference.md", "| `report.concurrency` |", "| `report.parallelism` |", checkReadmeConfig, "report.concurrency is not in"},
+		{"anchor in the page", "docs/reports.md", "(#granting-an-agency-its-folder)", "(#granting-an-agency)", checkDocLinks, "docs/reports.md:"},
+		{"anchor in another page", "docs/tutorial.md", "(reference.md#exit-codes)", "(reference.md#exit-code)", checkDocLinks, "link reference.md#exit-code: docs/reference.md has no such heading"},
+		{"anchor from the README", "README.md", "(docs/reports.md#money)", "(docs/reports.md#monies)", checkDocLinks, "link docs/reports.md#monies: docs/reports.md has no such heading"},
+		{"anchor into RELIABILITY.md", "docs/reference.md", "(../RELIABILITY.md#config-change-matrix)", "(../RELIABILITY.md#config-changes)", checkDocLinks, "RELIABILITY.md has no such heading"},
+		{"RELIABILITY.md into a moved README section", "RELIABILITY.md", "| README drifting from the binary |", "| README drifting from the binary ([money](README.md#money)) |", checkDocLinks, "link README.md#money: README.md has no such heading"},
+		{"page", "docs/tutorial.md", "(reference.md#exit-codes)", "(referenc.md#exit-codes)", checkDocLinks, "docs/referenc.md"},
+		{"file", "README.md", "(scripts/versions.sh)", "(scripts/version.sh)", checkDocLinks, "scripts/version.sh"},
+		{"code from a page", "docs/producers.md", "(../internal/money/iso4217.go)", "(../internal/money/iso4217s.go)", checkDocLinks, "internal/money/iso4217s.go"},
+		{"not linked from the README", "README.md", "(docs/aws.md)", "(RELIABILITY.md)", checkDocPages, "README.md does not link to docs/aws.md"},
+		{"sql", "docs/reports.md", "were not run against them", "were checked", checkReadmeQueries, "docs/reports.md:"},
+	} {
+		found := false
+		docs, err := loadDocs(root, func(file, text string) string {
+			if file != c.page {
+				return text
+			}
+			found = strings.Contains(text, c.old)
+			return strings.Replace(text, c.old, c.new, 1)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			t.Errorf("%s: %s has no %q", c.name, c.page, c.old)
+			continue
+		}
+		got := strings.Join(c.check(docs), "\n")
+		if got == "" || !strings.Contains(got, c.want) {
+			t.Errorf("%s: problems %q, want one with %q", c.name, got, c.want)
+		}
+	}
+
+	// A page of docs/ that docPages does not list, and that the README
+	// does not link to.
+	docs, err := loadDocs(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []struct {
-		name, old, new string
-		check          func(*readmeDoc, string) []string
-		want           string
-	}{
-		{"flag", "`[--json] [--now T]`", "`[--json]`", checkReadmeCommands, "README's status flags"},
-		{"command", "| `version` |", "| `versions` |", checkReadmeCommands, `"versions" is not in`},
-		{"config default", "| `report.lateness` | `2m` | wait", "| `report.lateness` | `5m` | wait", checkReadmeConfig, "report.lateness defaults to 5m"},
-		{"config key", "| `report.concurrency` |", "| `report.parallelism` |", checkReadmeConfig, "report.concurrency is not in"},
-		{"anchor", "(#exit-codes)", "(#exit-code)", checkReadmeLinks, "#exit-code: no such heading"},
-		{"file", "(scripts/versions.sh)", "(scripts/version.sh)", checkReadmeLinks, "scripts/version.sh"},
-		{"sql", "were not run against them", "were checked", checkReadmeQueries, "this SQL is not run"},
-	} {
-		s := string(text)
-		if !strings.Contains(s, c.old) {
-			t.Errorf("%s: README.md has no %q", c.name, c.old)
-			continue
+	got := strings.Join(docPageProblems(docs, []string{"docs/tutorial.md", "docs/extra.md"}), "\n")
+	for _, want := range []string{"docs/extra.md is not in docPages", "README.md does not link to docs/extra.md"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("an unlisted page: problems %q, want one with %q", got, want)
 		}
-		got := strings.Join(c.check(parseReadme(strings.Replace(s, c.old, c.new, 1)), root), "\n")
-		if !strings.Contains(got, c.want) {
-			t.Errorf("%s: problems %q, want one with %q", c.name, got, c.want)
-		}
+	}
+	if strings.Contains(got, "docs/tutorial.md") {
+		t.Errorf("a listed page: problems %q", got)
+	}
+}
+
+// TestDocsUpdate: -update-docs rewrites a differing output block with what
+// was printed, keeping the page's run ids and durations, and leaves the
+// rest of the page as it was.
+func TestDocsUpdate(t *testing.T) {
+	got := keepShown(`{"run_id":"0123456789ab","n":2,"duration_ms":7}`+"\n", `{"run_id":"5727fed64698","n":1,"duration_ms":3}`)
+	if want := `{"run_id":"5727fed64698","n":2,"duration_ms":3}` + "\n"; got != want {
+		t.Errorf("keepShown: %q, want %q", got, want)
+	}
+	root := t.TempDir()
+	page := "# A\n" + fence + "sh\necho 1\n" + fence + "\n\n" + fence + "text\nold\nlines\n" + fence + "\n" +
+		fence + "sh\necho 2\n" + fence + "\n\n" + fence + "text\nkept\n" + fence + "\n"
+	if err := os.MkdirAll(filepath.Join(root, "docs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "docs", "a.md"), []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := parseDoc("docs/a.md", page)
+	if err := applyDocUpdates(root, []docUpdate{{page: "docs/a.md", line: d.steps[0].expectLine, body: "new\n"}}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(root, "docs", "a.md"))
+	want := strings.Replace(page, "old\nlines\n", "new\n", 1)
+	if string(b) != want {
+		t.Errorf("page:\n%s\nwant:\n%s", b, want)
+	}
+	if err := applyDocUpdates(root, []docUpdate{{page: "docs/a.md", line: 2, body: "x"}}); err == nil {
+		t.Error("a rewrite of a line that is no ```text block: no error")
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"maps"
 	"os"
@@ -11,52 +12,70 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
-	"unicode"
 
 	"github.com/reportjob/reportjob/internal/config"
 	"github.com/reportjob/reportjob/internal/testenv"
 )
 
-// TestREADME checks that README.md is true: its walkthroughs run as
-// written (readme_parse_test.go has the marker grammar) and print what it
-// shows, its links lead somewhere, and its command and configuration
-// tables match the binary. The walkthroughs take ~40 s; -short skips them.
+var updateDocs = flag.Bool("update-docs", false,
+	"TestREADME: rewrite the expected outputs of the pages' command blocks that differ (not the trimmed ones, with ...) with what the commands print")
+
+// TestREADME checks that README.md and the pages of docs/ are true: their
+// walkthroughs run as written (readme_parse_test.go has the marker
+// grammar) and print what they show, their links lead somewhere, and the
+// command and configuration tables match the binary. The walkthroughs take
+// ~40 s; -short skips them.
 func TestREADME(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile(filepath.Join(root, "README.md"))
+	docs, err := loadDocs(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc := parseReadme(string(text))
 
 	t.Run("grammar", func(t *testing.T) {
-		for _, e := range doc.errs {
-			t.Error(e)
+		for _, d := range docs.pages {
+			for _, e := range d.errs {
+				t.Error(e)
+			}
 		}
 	})
 	for _, c := range []struct {
 		name  string
-		check func(*readmeDoc, string) []string
+		check func(*docSet) []string
 	}{
-		{"links", checkReadmeLinks}, {"commands", checkReadmeCommands},
+		{"pages", checkDocPages}, {"links", checkDocLinks}, {"commands", checkReadmeCommands},
 		{"config", checkReadmeConfig}, {"queries", checkReadmeQueries},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			for _, p := range c.check(doc, root) {
+			for _, p := range c.check(docs) {
 				t.Error(p)
 			}
 		})
 	}
 
-	walks := doc.walkthroughs()
+	var (
+		mu      sync.Mutex
+		updates []docUpdate
+	)
+	if *updateDocs {
+		// After every walkthrough subtest, parallel ones included.
+		t.Cleanup(func() {
+			if err := applyDocUpdates(root, updates); err != nil {
+				t.Errorf("-update-docs: %v", err)
+			}
+		})
+	}
+
+	walks := docs.walkthroughs()
 	for name := range walks {
 		if _, ok := readmeWalkthroughs[name]; !ok {
-			t.Errorf("README walkthrough %q is unknown to the test: add it to readmeWalkthroughs", name)
+			t.Errorf("walkthrough %q (%s:%d) is unknown to the test: add it to readmeWalkthroughs", name, walks[name][0].page, walks[name][0].line)
 		}
 	}
 	// Each walkthrough starts before its subtest pauses for t.Parallel, so
@@ -67,7 +86,7 @@ func TestREADME(t *testing.T) {
 		t.Run("walkthrough/"+name, func(t *testing.T) {
 			spec := readmeWalkthroughs[name]
 			if len(walks[name]) == 0 {
-				t.Fatalf("README.md has no walkthrough %q", name)
+				t.Fatalf("no page of %v has a walkthrough %q", docPages, name)
 			}
 			if testing.Short() {
 				t.Skip("-short: the walkthroughs run commands for ~40 s")
@@ -81,6 +100,9 @@ func TestREADME(t *testing.T) {
 			w := startReadmeWalkthrough(t, root, name, walks[name], spec)
 			t.Parallel()
 			w.wait(t)
+			mu.Lock()
+			updates = append(updates, w.updates...)
+			mu.Unlock()
 		})
 	}
 }
@@ -115,7 +137,7 @@ var readmeWalkthroughs = map[string]readmeWalkSpec{
 // and substitutions, and starts it.
 func startReadmeWalkthrough(t *testing.T, root, name string, steps []readmeStep, spec readmeWalkSpec) *readmeWalk {
 	tmp := t.TempDir()
-	w := &readmeWalk{name: name, steps: steps, root: root,
+	w := &readmeWalk{name: name, steps: steps, root: root, update: *updateDocs,
 		home: filepath.Join(tmp, "home"), out: filepath.Join(tmp, "out")}
 	for _, d := range []string{w.home, w.out} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -181,68 +203,20 @@ func readmeEnv(t *testing.T, home string) []string {
 	return env
 }
 
-var linkRE = regexp.MustCompile(`\]\(([^)\s]+)\)`)
-
-// checkReadmeLinks checks that every relative link names a file of the
-// repository and every #anchor a heading.
-func checkReadmeLinks(doc *readmeDoc, root string) (problems []string) {
-	anchors := map[string]bool{}
-	seen := map[string]int{}
-	for _, h := range doc.headings {
-		s := headingSlug(h.text)
-		if n := seen[s]; n > 0 {
-			anchors[s+"-"+string(rune('0'+n))] = true
-		} else {
-			anchors[s] = true
-		}
-		seen[s]++
-	}
-	inFence := false
-	for i, line := range doc.lines {
-		if strings.HasPrefix(line, "```") {
-			inFence = !inFence
-		}
-		if inFence {
-			continue
-		}
-		for _, m := range linkRE.FindAllStringSubmatch(line, -1) {
-			target := m[1]
-			switch {
-			case strings.Contains(target, "://"), strings.HasPrefix(target, "mailto:"):
-			case strings.HasPrefix(target, "#"):
-				if !anchors[target[1:]] {
-					problems = append(problems, fmt.Sprintf("README.md:%d: link %s: no such heading", i+1, target))
-				}
-			default:
-				path, _, _ := strings.Cut(target, "#")
-				if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(path))); err != nil {
-					problems = append(problems, fmt.Sprintf("README.md:%d: link %s: %v", i+1, target, err))
-				}
-			}
-		}
-	}
-	return problems
-}
-
-// headingSlug is GitHub's anchor of a heading: lower case, spaces to "-",
-// punctuation other than "-" and "_" dropped.
-func headingSlug(h string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(h) {
-		switch {
-		case unicode.IsLetter(r), unicode.IsDigit(r), r == '-', r == '_':
-			b.WriteRune(r)
-		case r == ' ':
-			b.WriteByte('-')
-		}
-	}
-	return b.String()
-}
-
 // readmeTable returns the rows (cells trimmed, `\|` unescaped) of the
 // first table in the section under heading whose first header cell is
-// first.
-func readmeTable(doc *readmeDoc, heading, first string) ([][]string, error) {
+// first, and the page it is in.
+func readmeTable(s *docSet, heading, first string) ([][]string, *readmeDoc, error) {
+	for _, doc := range s.pages {
+		if rows := doc.table(heading, first); rows != nil {
+			return rows, doc, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("no page of %v has a table with a %q column under %q", docPages, first, heading)
+}
+
+// table is readmeTable for one page: nil when it has no such table.
+func (doc *readmeDoc) table(heading, first string) [][]string {
 	for _, h := range doc.headings {
 		if h.text != heading {
 			continue
@@ -266,10 +240,10 @@ func readmeTable(doc *readmeDoc, heading, first string) ([][]string, error) {
 			rows = append(rows, cells)
 		}
 		if len(rows) > 2 {
-			return rows[2:], nil // after the header and the |---| line
+			return rows[2:] // after the header and the |---| line
 		}
 	}
-	return nil, fmt.Errorf("README.md: no table with a %q column under %q", first, heading)
+	return nil
 }
 
 var flagRE = regexp.MustCompile(`(?m)(?:^|[\s\[(` + "`" + `])--?([a-z][a-z-]*)`)
@@ -286,7 +260,7 @@ func flagSet(s string) []string {
 // checkReadmeCommands checks the "Command line reference" table against
 // `reportjob help` and each command's -h: the same commands, and for each
 // the same flags in the table, in help and in the flag set.
-func checkReadmeCommands(doc *readmeDoc, _ string) (problems []string) {
+func checkReadmeCommands(s *docSet) (problems []string) {
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"help"}, nil, &out, &errb); code != 0 {
 		return []string{fmt.Sprintf("reportjob help: exit %d: %s", code, errb.String())}
@@ -298,7 +272,7 @@ func checkReadmeCommands(doc *readmeDoc, _ string) (problems []string) {
 			helpArgs[f[0]] = lines[i+1]
 		}
 	}
-	rows, err := readmeTable(doc, "Command line reference", "command")
+	rows, doc, err := readmeTable(s, "Command line reference", "command")
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -309,7 +283,7 @@ func checkReadmeCommands(doc *readmeDoc, _ string) (problems []string) {
 	for name, args := range table {
 		h, ok := helpArgs[name]
 		if !ok {
-			problems = append(problems, fmt.Sprintf("README command %q is not in `reportjob help`", name))
+			problems = append(problems, fmt.Sprintf("%s: command %q is not in `reportjob help`", doc.file, name))
 			continue
 		}
 		var stdout, stderr bytes.Buffer
@@ -324,7 +298,7 @@ func checkReadmeCommands(doc *readmeDoc, _ string) (problems []string) {
 		}
 		slices.Sort(defined)
 		if got := flagSet(args); !slices.Equal(got, defined) {
-			problems = append(problems, fmt.Sprintf("README's %s flags %v, the command's %v", name, got, defined))
+			problems = append(problems, fmt.Sprintf("%s: %s flags %v, the command's %v", doc.file, name, got, defined))
 		}
 		if got := flagSet(h); !slices.Equal(got, defined) {
 			problems = append(problems, fmt.Sprintf("`reportjob help` shows %s flags %v, the command has %v", name, got, defined))
@@ -332,7 +306,7 @@ func checkReadmeCommands(doc *readmeDoc, _ string) (problems []string) {
 	}
 	for name := range helpArgs {
 		if _, ok := table[name]; !ok {
-			problems = append(problems, fmt.Sprintf("`reportjob help` lists %q, the README's command table does not", name))
+			problems = append(problems, fmt.Sprintf("`reportjob help` lists %q, the command table of %s does not", name, doc.file))
 		}
 	}
 	return problems
@@ -340,8 +314,8 @@ func checkReadmeCommands(doc *readmeDoc, _ string) (problems []string) {
 
 // checkReadmeConfig checks the "Configuration reference" table against
 // the keys of internal/config and their defaults.
-func checkReadmeConfig(doc *readmeDoc, _ string) (problems []string) {
-	rows, err := readmeTable(doc, "Configuration reference", "key")
+func checkReadmeConfig(s *docSet) (problems []string) {
+	rows, doc, err := readmeTable(s, "Configuration reference", "key")
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -353,14 +327,14 @@ func checkReadmeConfig(doc *readmeDoc, _ string) (problems []string) {
 		def, ok := table[k.Path]
 		switch {
 		case !ok:
-			problems = append(problems, fmt.Sprintf("config key %s is not in the README's configuration table", k.Path))
+			problems = append(problems, fmt.Sprintf("config key %s is not in the configuration table of %s", k.Path, doc.file))
 		case def != k.Default:
-			problems = append(problems, fmt.Sprintf("README: %s defaults to %s; internal/config: %s", k.Path, def, k.Default))
+			problems = append(problems, fmt.Sprintf("%s: %s defaults to %s; internal/config: %s", doc.file, k.Path, def, k.Default))
 		}
 		delete(table, k.Path)
 	}
 	for k := range table {
-		problems = append(problems, fmt.Sprintf("README's configuration table has %s, which is not a key of internal/config", k))
+		problems = append(problems, fmt.Sprintf("the configuration table of %s has %s, which is not a key of internal/config", doc.file, k))
 	}
 	return problems
 }
@@ -368,31 +342,26 @@ func checkReadmeConfig(doc *readmeDoc, _ string) (problems []string) {
 // checkReadmeQueries checks that every ```sql block of "Querying the
 // reports" is run through scripts/query.sh by a walkthrough, or that the
 // section says it was not run.
-func checkReadmeQueries(doc *readmeDoc, _ string) (problems []string) {
+func checkReadmeQueries(s *docSet) (problems []string) {
 	collapse := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 	var run []string
-	for _, st := range doc.steps {
+	for _, st := range s.steps() {
 		if st.walkthrough != "" && st.skip == "" && strings.Contains(st.cmd, "query.sh") {
 			run = append(run, collapse(st.cmd))
 		}
 	}
-	var section *mdHeading
-	for i, h := range doc.headings {
-		if h.text == "Querying the reports" {
-			section = &doc.headings[i]
-		}
+	doc, section, err := s.section("Querying the reports")
+	if err != nil {
+		return []string{err.Error()}
 	}
-	if section == nil {
-		return []string{`README.md has no "Querying the reports" section`}
-	}
-	saysNotRun := regexp.MustCompile(`(?i)\bnot\s+run\b`).MatchString(doc.sectionProse(*section))
+	saysNotRun := regexp.MustCompile(`(?i)\bnot\s+run\b`).MatchString(doc.sectionProse(section))
 	for _, b := range doc.blocks {
 		if b.lang != "sql" || b.section != section.text {
 			continue
 		}
 		sql := collapse(b.body)
 		if !slices.ContainsFunc(run, func(c string) bool { return strings.Contains(c, sql) }) && !saysNotRun {
-			problems = append(problems, fmt.Sprintf("README.md:%d: this SQL is not run by a walkthrough, and the section does not say it was not run", b.line))
+			problems = append(problems, fmt.Sprintf("%s:%d: this SQL is not run by a walkthrough, and the section does not say it was not run", doc.file, b.line))
 		}
 	}
 	return problems

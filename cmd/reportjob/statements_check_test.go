@@ -25,62 +25,23 @@ import (
 
 // stIsMonthKey reports whether key belongs to the statements: under
 // statements/, manifests/month=M/, manifests/due/ or agencies/A/month=M/.
-func stIsMonthKey(key string) bool {
-	return strings.HasPrefix(key, report.DatasetStatements+"/") || strings.HasPrefix(key, report.MonthManifestsPrefix) ||
-		strings.HasPrefix(key, report.DueStatementsPrefix) ||
-		(strings.HasPrefix(key, report.DirAgencies+"/") && strings.Contains(key, "/month="))
-}
+func stIsMonthKey(key string) bool { return report.IsStatementKey(key) }
 
 // stCheckObjects checks the statement objects of objs (key -> sha256)
-// and returns the month manifests by month.
+// after a completed command (statementProblems: every statement object
+// listed by its month manifest, no due marker, no intent, drafts built
+// from the latest period revisions) and returns the month manifests by
+// month.
 func stCheckObjects(t testing.TB, h *harness, objs map[string]string) map[string]*monthclose.Manifest {
 	t.Helper()
 	sk := h.sink()
-	mans := map[string]*monthclose.Manifest{}
-	listed := map[string]string{}
-	for key := range objs {
-		m, ok := report.MonthOfKey(key)
-		if !ok || key != report.MonthManifestKey(m) {
-			continue
-		}
-		man, err := monthclose.ParseManifest(h.read(sk, key))
-		if err != nil {
-			t.Fatalf("%s: %v", key, err)
-		}
-		if man.Month != m {
-			t.Errorf("%s is of month %s", key, man.Month)
-		}
-		mans[m] = man
-		for _, f := range man.Files {
-			listed[f.Key] = f.SHA256
-			if got, ok := objs[f.Key]; !ok || got != f.SHA256 {
-				t.Errorf("%s lists %s (sha256 %.12s), the sink has %.12s", key, f.Key, f.SHA256, got)
-			}
-		}
-		if man.Final() {
-			continue
-		}
-		// A draft is built from the latest revision of each period.
-		for _, p := range man.Periods {
-			if got := objs[p.Key]; got != p.SHA256 {
-				t.Errorf("draft %s was built from %s revision %d (sha256 %.12s), the period's manifest is now %.12s",
-					m, p.Key, p.Revision, p.SHA256, got)
-			}
-		}
+	months := readStatements(t, objs, func(key string) []byte { return h.read(sk, key) })
+	for _, p := range statementProblems(objs, months, true) {
+		t.Error(p)
 	}
-	for key, sha := range objs {
-		switch {
-		case !stIsMonthKey(key):
-		case strings.HasPrefix(key, report.DueStatementsPrefix):
-			t.Errorf("due marker left: %s", key)
-		case report.IsIntentKey(key):
-			t.Errorf("publication intent left: %s", key)
-		case strings.HasSuffix(key, "/manifest.json") && strings.HasPrefix(key, report.MonthManifestsPrefix):
-		case listed[key] == "":
-			t.Errorf("statement object listed by no month manifest: %s", key)
-		case listed[key] != sha:
-			t.Errorf("statement object %s differs from its manifest's sha256", key)
-		}
+	mans := map[string]*monthclose.Manifest{}
+	for _, ms := range months {
+		mans[ms.manifest.Month] = ms.manifest
 	}
 	return mans
 }

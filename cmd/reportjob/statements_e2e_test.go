@@ -28,6 +28,7 @@ import (
 //	step 4  statement --close 2026-01 January final, early (its 1d rechecks are still owed)
 //	step 5  late items into 10:00Z    its 1d recheck restates it after the close: booked in February (recheck, 1 -> 2)
 //	step 6  late items into 21:00Z and 05:00Z: the recheck (2 -> 3) and a backfill (1 -> 2), both booked in February
+//	step 6b verify --repair restores a lost object of a January period: nothing booked, no month changes
 //	step 7  a run with nothing due    nothing changes
 //
 // After every step: the invariant (statements vs. the latest revision of
@@ -297,6 +298,28 @@ func stScenario(t *testing.T, h *harness) {
 	})
 	r.check("step 6")
 
+	// verify --repair of a period of the final January (an object of
+	// 10:00Z's revision 2 lost) restores it without a new revision: no
+	// adjustment is booked, no month changes.
+	feb2 := r.h.read(r.h.sink(), report.MonthManifestKey("2026-02"))
+	var victim string
+	for k := range h.objects() {
+		if strings.HasPrefix(k, "agencies/agency=acme/period=20260131T1000Z/") {
+			victim = k
+		}
+	}
+	if err := h.sink().Delete(t.Context(), victim); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := r.cli(exitDiffers, "verify", "--from", "2026-01-31T10:00:00Z", "--to", "2026-01-31T11:00:00Z", "--repair",
+		"--now", "2026-02-01T22:12:00Z"); v["repaired"] != float64(1) {
+		t.Fatalf("verify --repair: %v", v)
+	}
+	if got := r.h.read(r.h.sink(), report.MonthManifestKey("2026-02")); string(got) != string(feb2) {
+		t.Errorf("a repair that restored an object changed February's statements")
+	}
+	r.check("step 6b")
+
 	// Step 7: nothing due, nothing changes.
 	before := h.objects()
 	r.run("2026-02-01T22:15:00Z", map[string]any{"status": "nothing_due"})
@@ -374,4 +397,57 @@ func stMonthObjects(objs map[string]string, m string, man *monthclose.Manifest) 
 		out[f.Key] = objs[f.Key]
 	}
 	return out
+}
+
+// TestStatementsDSTEmbedded: statements in Europe/Paris across the switch
+// to summer time (2026-03-29T01:00Z) and the end of March, which is then
+// at 22:00Z (midnight CEST): items on either side of both land in the
+// right day and month, March closes on time (close_after 1h, its one
+// recheck done) in the run that delivers April's first periods, and the
+// day rows follow the zone's calendar.
+func TestStatementsDSTEmbedded(t *testing.T) {
+	h := newHarness(t, harnessOptions{start: "2026-03-29",
+		top: e2eCommissionYAML + "\nstatements: {timezone: Europe/Paris, close_after: 1h, agency_files: [csv]}"})
+	r := &stRunner{t: t, h: h, bin: procBinary(t), final: map[string]map[string]string{}}
+	r.cli(0, "init")
+	r.ingest("2026-04-01T00:05:00Z",
+		stTx{id: "m1", agency: "acme", amount: "10.00", currency: "EUR", at: "2026-03-29T00:30:00Z"}, // 01:30 CET, March 29
+		stTx{id: "m2", agency: "acme", amount: "20.00", currency: "EUR", at: "2026-03-29T01:30:00Z"}, // 03:30 CEST, March 29
+		stTx{id: "m3", agency: "acme", amount: "30.00", currency: "EUR", at: "2026-03-29T22:30:00Z"}, // 00:30 CEST, March 30
+		stTx{id: "m4", agency: "acme", amount: "40.00", currency: "EUR", at: "2026-03-31T21:30:00Z"}, // 23:30 CEST, March 31
+		stTx{id: "a1", agency: "acme", amount: "50.00", currency: "EUR", at: "2026-03-31T22:30:00Z"}, // 00:30 CEST, April 1
+	)
+	r.run("2026-04-01T00:05:00Z", map[string]any{"periods_processed": float64(72)})
+	_, mar := r.statement("2026-03")
+	r.wantStatus("2026-03", "final", 0)
+	_, apr := r.statement("2026-04")
+	r.wantStatus("2026-04", "draft", 1)
+	if l := mar["acme/EUR"]; l.PurchaseCount != 4 || l.Net != "100.00" || l.CommissionDue != "10.00" {
+		t.Errorf("March: %+v", l)
+	}
+	if l := apr["acme/EUR"]; l.PurchaseCount != 1 || l.Net != "50.00" {
+		t.Errorf("April: %+v", l)
+	}
+	man := r.monthManifest("2026-03")
+	if man.MonthEnd.UTC().Format(time.RFC3339) != "2026-03-31T22:00:00Z" || len(man.Periods) != 70 || man.Reason != "close" {
+		t.Errorf("March's manifest: ends %s, %d periods, reason %q; want 2026-03-31T22:00:00Z, 70, close",
+			man.MonthEnd.UTC().Format(time.RFC3339), len(man.Periods), man.Reason)
+	}
+	var csvKey string
+	for k := range h.objects() {
+		if strings.HasPrefix(k, "agencies/agency=acme/month=2026-03/") && strings.HasSuffix(k, ".csv") {
+			csvKey = k
+		}
+	}
+	var days []string
+	for _, line := range strings.Split(string(h.read(h.sink(), csvKey)), "\n") {
+		if f := strings.Split(line, ","); len(f) > 15 && f[4] == "day" {
+			days = append(days, f[5]+"="+f[15])
+		}
+	}
+	if got := strings.Join(days, " "); got != "2026-03-29=30.00 2026-03-30=30.00 2026-03-31=40.00" {
+		t.Errorf("March's day rows (date=net): %s", got)
+	}
+	objs := h.objects()
+	stCheckTotals(t, h, objs, stCheckObjects(t, h, objs), "Europe/Paris")
 }

@@ -1,9 +1,12 @@
 package collect
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"iter"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/crashpoint"
@@ -84,7 +87,12 @@ func (c *Collected) Dedupe(ctx context.Context, o DedupeOptions, emit func(tx *i
 		return st, err
 	}
 	if d.cw != nil {
-		if err := d.finishClaims(); err != nil {
+		for _, l := range c.rejects {
+			for _, id := range l.ids {
+				d.sight(id, SightingRejected)
+			}
+		}
+		if err := d.finishClaims(ctx); err != nil {
 			return st, err
 		}
 	}
@@ -119,6 +127,23 @@ type deduper struct {
 	stopOld  func()
 	oldNext  string
 	oldValid bool
+
+	// sightings are the copies of transactions the period saw and did
+	// not bill (SightingIndex), recorded before the claims commit.
+	sightings []Sighting
+}
+
+// sight records that the period did not bill a copy of id.
+func (d *deduper) sight(id, kind string) {
+	if _, ok := d.o.Index.(SightingIndex); !ok || !d.o.Write {
+		return
+	}
+	p := d.c.Period
+	s := Sighting{ID: id, Period: p.Start, Kind: kind, Expires: p.End.Add(ClaimRetention(d.o.Window))}
+	if n := len(d.sightings); n > 0 && d.sightings[n-1] == s {
+		return
+	}
+	d.sightings = append(d.sightings, s)
 }
 
 // candidate is a transaction billed once within the period, waiting to be
@@ -167,6 +192,7 @@ func (d *deduper) decide(b *batch) error {
 				if err := d.conflicts.add(r); err != nil {
 					return err
 				}
+				d.sight(tx.ID, SightingRejected)
 			}
 			continue
 		}
@@ -200,12 +226,14 @@ func (d *deduper) decide(b *batch) error {
 			}
 		case cl.FP == cand.fp:
 			d.st.DuplicatesAcrossPeriods++
+			d.sight(cand.tx.ID, SightingDropped)
 		default:
 			name := cl.Period.UTC().Format("20060102T1504Z")
 			r := newReject(cand.tx.Item(), item.AttrTransactionID, cand.tx.ID, fmt.Sprintf(reasonBilledOther, name))
 			if err := d.conflicts.add(r); err != nil {
 				return err
 			}
+			d.sight(cand.tx.ID, SightingRejected)
 		}
 	}
 	return nil
@@ -244,13 +272,7 @@ func (d *deduper) startClaims(ctx context.Context) error {
 		return err
 	}
 	p := d.c.Period
-	// Sweep by the period being built, or the report clock when that is
-	// earlier (a backfill of periods to come): never by a clock ahead.
-	sweep := p.Start
-	if !d.o.Now.IsZero() && d.o.Now.Before(sweep) {
-		sweep = d.o.Now
-	}
-	cw, err := d.o.Index.NewClaimWriter(ctx, d.o.Job, p, p.End.Add(ClaimRetention(d.o.Window)), sweep)
+	cw, err := d.o.Index.NewClaimWriter(ctx, d.o.Job, p, p.End.Add(ClaimRetention(d.o.Window)), d.sweep())
 	if err != nil {
 		return fmt.Errorf("write the dedupe index: %w", err)
 	}
@@ -258,6 +280,17 @@ func (d *deduper) startClaims(ctx context.Context) error {
 	next, stop := iter.Pull2(cw.Previous())
 	d.oldIDs, d.stopOld = next, stop
 	return d.advanceOld()
+}
+
+// sweep is the time up to which the store may sweep expired claims: the
+// start of the period being built, or the report clock when that is
+// earlier (a backfill of periods to come); never a clock ahead.
+func (d *deduper) sweep() time.Time {
+	sweep := d.c.Period.Start
+	if !d.o.Now.IsZero() && d.o.Now.Before(sweep) {
+		sweep = d.o.Now
+	}
+	return sweep
 }
 
 func (d *deduper) advanceOld() error {
@@ -286,7 +319,7 @@ func (d *deduper) releaseBefore(id string) error {
 	return nil
 }
 
-func (d *deduper) finishClaims() error {
+func (d *deduper) finishClaims(ctx context.Context) error {
 	for d.oldValid {
 		if err := d.fence(); err != nil {
 			return err
@@ -300,6 +333,17 @@ func (d *deduper) finishClaims() error {
 	}
 	if err := d.fence(); err != nil {
 		return err
+	}
+	if si, ok := d.o.Index.(SightingIndex); ok && len(d.sightings) > 0 {
+		// One period, one expiry: a sighting is its (id, kind).
+		slices.SortFunc(d.sightings, func(a, b Sighting) int { return cmp.Or(strings.Compare(a.ID, b.ID), strings.Compare(a.Kind, b.Kind)) })
+		d.sightings = slices.CompactFunc(d.sightings, func(a, b Sighting) bool { return a.ID == b.ID && a.Kind == b.Kind })
+		if err := si.RecordSightings(ctx, d.o.Job, d.sightings, d.sweep()); err != nil {
+			return fmt.Errorf("write the dedupe index: sightings: %w", err)
+		}
+		if err := d.fence(); err != nil {
+			return err
+		}
 	}
 	err := d.cw.Commit()
 	d.cw = nil

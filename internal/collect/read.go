@@ -172,12 +172,14 @@ func (pr *partReader) page(page []item.Item) error {
 			if err := pr.log.add(newReject(*it, re.Field, re.Value, re.Reason)); err != nil {
 				return err
 			}
+			pr.log.sightID(it)
 			continue
 		}
 		if reason := pr.agencyProblem(tx.AgencyID); reason != "" {
 			if err := pr.log.add(newReject(*it, item.AttrAgencyID, tx.AgencyID, reason)); err != nil {
 				return err
 			}
+			pr.log.sightID(it)
 			continue
 		}
 		pr.key, pr.val = idKey(pr.key[:0], &tx), tx.AppendBinary(pr.val[:0])

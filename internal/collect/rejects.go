@@ -40,6 +40,22 @@ type rejectLog struct {
 	w   *bufio.Writer
 	enc *json.Encoder
 	n   int64
+	// ids are the valid transaction ids of the items rejected (at most
+	// maxSightedIDs), for the index's sightings.
+	ids []string
+}
+
+// maxSightedIDs bounds the ids of rejected items one partition's log keeps
+// for the sightings: a period of bad data costs no more memory than this.
+const maxSightedIDs = 10_000
+
+// sightID keeps the transaction id of a rejected item when it has a valid
+// one.
+func (l *rejectLog) sightID(it *item.Item) {
+	v, ok := it.Attrs[item.AttrTransactionID]
+	if ok && v.Type == item.String && CheckID(v.Text) == nil && len(l.ids) < maxSightedIDs {
+		l.ids = append(l.ids, v.Text)
+	}
 }
 
 func (l *rejectLog) add(r Reject) error {

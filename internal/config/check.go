@@ -83,12 +83,14 @@ func (d *decoder) decode() *Config {
 	if d.defaultRates != nil && d.src[defaultBPSKey] != EnvName(defaultBPSKey) {
 		c.Commission.Default = d.defaultRates
 	} else {
-		c.Commission.Default = pricing.Schedule{{BPS: int32(d.int(defaultBPSKey, 0, pricing.MaxBPS))}}
+		bps, _ := d.bps(defaultBPSKey, d.str(defaultBPSKey))
+		c.Commission.Default = pricing.Schedule{{BPS: int32(bps)}}
 	}
 	c.Commission.Agencies = d.agencies
 	c.Metrics.PushgatewayURL = d.httpURL("metrics.pushgateway_url")
 	c.Log.Level = d.oneOf("log.level", "debug", "info", "warn", "error")
 	c.Log.Format = d.oneOf("log.format", "json", "text")
+	c.Log.FormatSet = d.src["log.format"] != ""
 	return &c
 }
 
@@ -148,16 +150,24 @@ func bucketProblem(b string) string {
 // suggest returns "; did you mean X?" for the candidate closest to s
 // (ignoring case, at most 2 edits apart), or "".
 func suggest(s string, candidates []string) string {
+	best := Closest(s, candidates)
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + best + "?"
+}
+
+// Closest returns the candidate closest to s, ignoring case and at most 2
+// edits apart (the first of equals), or "": the "did you mean" of config
+// keys, and of the command line's commands and flags.
+func Closest(s string, candidates []string) string {
 	best, bestDist := "", 3
 	for _, c := range candidates {
 		if dist := editDistance(strings.ToLower(s), strings.ToLower(c)); dist < bestDist {
 			best, bestDist = c, dist
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return "; did you mean " + best + "?"
+	return best
 }
 
 func editDistance(a, b string) int {

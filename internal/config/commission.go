@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math/big"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -29,7 +30,7 @@ const rateWant = "must be an integer between 0 and 10000 (basis points), or a li
 func (d *decoder) schedule(key string, n *yaml.Node, fromStart bool) (pricing.Schedule, bool) {
 	switch n.Kind {
 	case yaml.ScalarNode:
-		bps, ok := d.intIn(key, yamlScalar(n), 0, pricing.MaxBPS)
+		bps, ok := d.bps(key, yamlScalar(n))
 		return pricing.Schedule{{BPS: int32(bps)}}, ok
 	case yaml.SequenceNode:
 	default:
@@ -92,7 +93,7 @@ func (d *decoder) rate(key string, n *yaml.Node) (pricing.Rate, bool) {
 		}
 		switch kn.Value {
 		case "bps":
-			bps, bok := d.intIn(fkey, yamlScalar(vn), 0, pricing.MaxBPS)
+			bps, bok := d.bps(fkey, yamlScalar(vn))
 			r.BPS, hasBPS, ok = int32(bps), bok, ok && bok
 		case "from":
 			t, err := ParseInstant(strings.TrimSpace(yamlScalar(vn)))
@@ -112,4 +113,43 @@ func (d *decoder) rate(key string, n *yaml.Node) (pricing.Rate, bool) {
 		ok = false
 	}
 	return r, ok
+}
+
+// bps reads a commission rate in basis points (0..10000). A percentage
+// ("12%") or a fraction ("0.12") is refused with the basis points it
+// likely means.
+func (d *decoder) bps(key, s string) (int, bool) {
+	if hint := percentHint(strings.TrimSpace(s)); hint != "" {
+		d.fail(key, s, "must be basis points, an integer between 0 and 10000 (100 = 1 %): "+hint)
+		return 0, false
+	}
+	return d.intIn(key, s, 0, pricing.MaxBPS)
+}
+
+// percentHint returns, for a value written as a percentage or as a
+// fraction, the basis points it stands for ("12% is 1200"), or "". The
+// arithmetic is exact (big.Rat): 12.5% is 1250, 0.125 is 1250.
+func percentHint(s string) string {
+	num, pct := strings.CutSuffix(s, "%")
+	num = strings.TrimSpace(num)
+	r, ok := new(big.Rat).SetString(num)
+	if !ok || r.Sign() < 0 || strings.ContainsAny(num, "/eE") {
+		return ""
+	}
+	if pct {
+		return fmt.Sprintf("%s is %s", s, ratString(r.Mul(r, big.NewRat(100, 1))))
+	}
+	if !strings.Contains(num, ".") || r.Cmp(big.NewRat(1, 1)) >= 0 {
+		return ""
+	}
+	bps := new(big.Rat).Mul(r, big.NewRat(10000, 1))
+	return fmt.Sprintf("if %s means %s %%, write %s", s, ratString(new(big.Rat).Mul(r, big.NewRat(100, 1))), ratString(bps))
+}
+
+// ratString prints r as an integer when it is one, else with 2 decimals.
+func ratString(r *big.Rat) string {
+	if r.IsInt() {
+		return r.Num().String()
+	}
+	return r.FloatString(2)
 }

@@ -24,13 +24,18 @@ import (
 	"github.com/reportjob/reportjob/internal/pricing"
 )
 
-// Config is the validated configuration (README, Configuration
+// Config is the validated configuration (docs/reference.md, Configuration
 // reference): durations and times parsed, every value checked, names
 // normalised.
 type Config struct {
+	// File is the config file read, as given ("" when none was: the
+	// defaults and the environment only). Relative paths in it are
+	// resolved against its folder (see resolvePaths).
+	File    string
 	JobName string
 	Store   struct {
-		Backend  string // "embedded" | "dynamodb"
+		Backend string // "embedded" | "dynamodb"
+		// Embedded.Path is resolved against the config file's folder.
 		Embedded struct{ Path string }
 		DynamoDB struct{ Table, StateTable, Region, Endpoint string }
 	}
@@ -42,7 +47,8 @@ type Config struct {
 		URL string // "file://DIR" or "s3://BUCKET/PREFIX", as configured
 		// Parsed from URL: Dir for file:// (everything after "file://", so
 		// file://./reports is the relative ./reports and file:///srv/r is
-		// /srv/r); Bucket and Prefix (no leading or trailing "/") for s3://.
+		// /srv/r; a relative one resolved against the config file's
+		// folder); Bucket and Prefix (no leading or trailing "/") for s3://.
 		Dir, Bucket, Prefix string
 		S3                  struct {
 			Region, Endpoint string
@@ -88,7 +94,13 @@ type Config struct {
 	// Statements is statements.*: the monthly close.
 	Statements Statements
 	Metrics    struct{ PushgatewayURL string }
-	Log        struct{ Level, Format string } // debug|info|warn|error; json|text
+	Log        struct {
+		Level, Format string // debug|info|warn|error; json|text
+		// FormatSet is whether log.format was set (in the file or the
+		// environment): unset, a terminal gets text under its progress
+		// bar and anything else JSON; set, it applies everywhere.
+		FormatSet bool
+	}
 }
 
 // Error is a bad configuration value: the key path (or, for a variable
@@ -259,6 +271,7 @@ func Parse(data []byte, name string, env []string) (*Config, error) {
 	}
 	d.applyEnv(env)
 	c := d.decode()
+	d.resolvePaths(c, name)
 	if len(d.errs) > 0 {
 		return nil, errors.Join(d.errs...)
 	}

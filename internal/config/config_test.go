@@ -12,7 +12,7 @@ import (
 	"github.com/reportjob/reportjob/internal/pricing"
 )
 
-// specDefaults is the documented defaults (README, Configuration
+// specDefaults is the documented defaults (docs/reference.md, Configuration
 // reference), written out by hand.
 func specDefaults() *Config {
 	var c Config
@@ -57,8 +57,12 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatalf("shipped config.yaml: %v", err)
 	}
-	if !reflect.DeepEqual(shipped, specDefaults()) {
-		t.Errorf("shipped config.yaml =\n%+v\nwant the documented defaults\n%+v", shipped, specDefaults())
+	want := specDefaults()
+	// Its relative paths are relative to its folder, the repository's root.
+	want.File, want.Store.Embedded.Path, want.Sink.Dir = "../../config.yaml", "../../data/reportjob.db", "../../reports"
+	want.Log.FormatSet = true // it spells out every key
+	if !reflect.DeepEqual(shipped, want) {
+		t.Errorf("shipped config.yaml =\n%+v\nwant the documented defaults\n%+v", shipped, want)
 	}
 }
 
@@ -98,7 +102,8 @@ func TestConfigFullFile(t *testing.T) {
 	var want Config
 	want.JobName = "billing.report-eu_1"
 	want.Store.Backend = "dynamodb"
-	want.Store.Embedded.Path = "./unused.db"
+	want.File = filepath.Join("testdata", "config", "dynamodb_s3.yaml")
+	want.Store.Embedded.Path = filepath.Join("testdata", "config", "unused.db")
 	want.Store.DynamoDB.Table, want.Store.DynamoDB.StateTable = "txn", "txn_state"
 	want.Store.DynamoDB.Region, want.Store.DynamoDB.Endpoint = "eu-west-1", "http://localhost:8000"
 	want.Keys.PartitionAttr, want.Keys.SortAttr, want.Keys.Shards = "pk", "sk", 8
@@ -119,7 +124,7 @@ func TestConfigFullFile(t *testing.T) {
 	want.Commission.Agencies = map[string]pricing.Schedule{}
 	want.Statements = Statements{Timezone: "Europe/Paris", Location: paris, CloseAfter: 5 * 24 * time.Hour, AgencyFiles: []string{"csv", "parquet"}}
 	want.Metrics.PushgatewayURL = "http://pushgateway:9091"
-	want.Log.Level, want.Log.Format = "debug", "text"
+	want.Log.Level, want.Log.Format, want.Log.FormatSet = "debug", "text", true
 	if !reflect.DeepEqual(c, &want) {
 		t.Errorf("got\n%+v\nwant\n%+v", c, &want)
 	}

@@ -164,8 +164,8 @@ func TestShippedConfigHasEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first, _, _ := strings.Cut(string(data), "\n"); strings.Contains(first, "SPEC") || !strings.Contains(first, "README.md, Configuration reference") {
-		t.Errorf("first line %q: want a pointer to README.md, Configuration reference (and no SPEC section)", first)
+	if first, _, _ := strings.Cut(string(data), "\n"); strings.Contains(first, "SPEC") || !strings.Contains(first, "docs/reference.md, Configuration reference") {
+		t.Errorf("first line %q: want a pointer to docs/reference.md, Configuration reference (and no SPEC section)", first)
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {

@@ -14,7 +14,7 @@ var statementFileFormats = []string{"pdf", "csv", "parquet"}
 // maxCloseAfter bounds statements.close_after.
 const maxCloseAfter = 60 * day
 
-// Statements is statements.*: the monthly close (README, Monthly
+// Statements is statements.*: the monthly close (docs/statements.md, Monthly
 // statements).
 type Statements struct {
 	// Timezone names the zone months are counted in; Location is it

@@ -39,6 +39,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/reportjob/reportjob/internal/awsclient"
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/dynamodb/batch"
@@ -211,6 +212,8 @@ type ClientConfig struct {
 	// MaxBackoff is the SDK retryer's longest wait between attempts: 0 =
 	// the SDK's (20 s). Fault tests shorten it.
 	MaxBackoff time.Duration
+	// Logger, when set, gets each retry (package awsclient).
+	Logger *slog.Logger
 }
 
 // clientMaxAttempts is the SDK retryer's attempts per request: with its
@@ -277,8 +280,12 @@ func NewClient(ctx context.Context, c ClientConfig) (*dynamodb.Client, error) {
 		}
 		// BaseEndpoint is already resolved from the environment and
 		// shared config here, before our option runs.
+		endpoint := "https://dynamodb." + o.Region + ".amazonaws.com"
 		if o.BaseEndpoint != nil {
 			o.DisableValidateResponseChecksum = true
+			endpoint = *o.BaseEndpoint
 		}
+		o.Retryer = awsclient.LogRetries(o.Retryer, c.Logger, "DynamoDB", endpoint)
+		o.Credentials = awsclient.HintCredentials(o.Credentials, c.Logger)
 	}), nil
 }

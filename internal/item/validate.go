@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -135,6 +136,11 @@ func ParseContract(pk, sk string, vals *[NumContractAttrs]Value, present uint16)
 	check(AttrCurrency, code, ok, func(s string) string {
 		c, lerr := money.LookupCurrency(s)
 		if lerr != nil {
+			if up := strings.ToUpper(s); up != s {
+				if _, uerr := money.LookupCurrency(up); uerr == nil {
+					return fmt.Sprintf("unknown ISO 4217 currency: codes are upper case, write %q", up)
+				}
+			}
 			return "unknown ISO 4217 currency"
 		}
 		t.Currency = c
@@ -146,7 +152,10 @@ func ParseContract(pk, sk string, vals *[NumContractAttrs]Value, present uint16)
 		if perr != nil {
 			return amountReason(perr)
 		}
-		if v <= 0 {
+		if v < 0 {
+			return `must be > 0: a refund is a positive amount with kind "refund"`
+		}
+		if v == 0 {
 			return "must be > 0"
 		}
 		if _, serr := t.Currency.Scale4(v); serr != nil {

@@ -28,8 +28,8 @@ import (
 	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/keys"
 	"github.com/reportjob/reportjob/internal/money"
-	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/monthclose"
+	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/s3sink"
 	"github.com/reportjob/reportjob/internal/sink"
@@ -237,7 +237,10 @@ func (e *env) state() checkpoint.State {
 	return st
 }
 
-// objects returns every object of the sink: key -> sha256.
+// objects returns every object of the sink but the monthly statements'
+// (report.IsStatementKey: the periods' checks here are about the periods;
+// internal/monthclose and cmd/reportjob's statements tests check them):
+// key -> sha256.
 func (e *env) objects() map[string]string {
 	e.t.Helper()
 	infos, err := e.bucket.List(context.Background(), "")
@@ -246,6 +249,9 @@ func (e *env) objects() map[string]string {
 	}
 	out := map[string]string{}
 	for _, o := range infos {
+		if report.IsStatementKey(o.Key) {
+			continue
+		}
 		s := sha256.Sum256([]byte(e.read(o.Key)))
 		out[o.Key] = hex.EncodeToString(s[:])
 	}

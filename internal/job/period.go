@@ -324,8 +324,12 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		}
 		res.Outcome, res.Manifest = OutcomeUnchanged, cur.Manifest
 		res.Uploaded = sess.Uploaded()
+		reuploaded := "reuploaded"
+		if r.opts.DryRun {
+			reuploaded = "would_reupload"
+		}
 		log.Info("period unchanged", "kind", m.kind, "items_read", col.ItemsRead, "revision", cur.Manifest.Revision,
-			"reuploaded", len(res.Uploaded), "duration_ms", time.Since(started).Milliseconds())
+			reuploaded, len(res.Uploaded), "duration_ms", time.Since(started).Milliseconds())
 		return res, nil
 	}
 	if err := sess.Commit(ctx, man); err != nil {
@@ -341,10 +345,15 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 			j.OnSummary(row)
 		}
 	}
-	log.Info("period published", "kind", m.kind, "revision", revision, "reason", m.reason,
+	// A dry run wrote nothing: its line says what a run would have done.
+	msg, uploaded := "period published", "uploaded"
+	if r.opts.DryRun {
+		msg, uploaded = "dry run: period would be published", "would_upload"
+	}
+	log.Info(msg, "kind", m.kind, "revision", revision, "reason", m.reason,
 		"transactions", st.Transactions, "rejects", st.Rejects,
 		"duplicates_within_period", st.DuplicatesWithinPeriod, "duplicates_across_periods", st.DuplicatesAcrossPeriods,
-		"items_read", col.ItemsRead, "files", len(files), "uploaded", len(res.Uploaded),
+		"items_read", col.ItemsRead, "files", len(files), uploaded, len(res.Uploaded),
 		"duration_ms", time.Since(started).Milliseconds())
 	return res, nil
 }

@@ -29,6 +29,11 @@ type codeDigits struct {
 // withdrawn ones (DEM, VEF).
 func LookupCurrency(code string) (Currency, error) {
 	if len(code) != 3 || !isUpper(code[0]) || !isUpper(code[1]) || !isUpper(code[2]) {
+		if up := strings.ToUpper(code); up != code {
+			if _, err := LookupCurrency(up); err == nil {
+				return Currency{}, fmt.Errorf("currency %q: not 3 uppercase letters (write %q): %w", code, up, ErrUnknownCurrency)
+			}
+		}
 		return Currency{}, fmt.Errorf("currency %q: not 3 uppercase letters: %w", code, ErrUnknownCurrency)
 	}
 	i, ok := slices.BinarySearchFunc(iso4217Digits[:], code, func(e codeDigits, code string) int {

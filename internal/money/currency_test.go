@@ -53,7 +53,9 @@ func TestLookupCurrencyMessages(t *testing.T) {
 	for code, want := range map[string]string{
 		"XAU": `currency "XAU": ISO 4217 gives it no minor unit (not money of a country): unknown currency`,
 		"DEM": `currency "DEM": not in ISO 4217 list one (` + ISO4217Published + `): unknown currency`,
-		"usd": `currency "usd": not 3 uppercase letters: unknown currency`,
+		"usd": `currency "usd": not 3 uppercase letters (write "USD"): unknown currency`,
+		"uSd": `currency "uSd": not 3 uppercase letters (write "USD"): unknown currency`,
+		"us1": `currency "us1": not 3 uppercase letters: unknown currency`,
 	} {
 		if _, err := LookupCurrency(code); err == nil || err.Error() != want {
 			t.Errorf("LookupCurrency(%q) error %v, want %s", code, err, want)

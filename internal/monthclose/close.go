@@ -40,6 +40,37 @@ type Renderer func(w io.Writer, s *statement.Agency) error
 // Formats are the per-agency statement files (statements.agency_files).
 type Formats struct{ PDF, CSV, Parquet bool }
 
+// ParseFormats reads statements.agency_files ("pdf", "csv", "parquet";
+// anything else is ignored: the config refuses it first).
+func ParseFormats(names []string) Formats {
+	var f Formats
+	for _, n := range names {
+		switch n {
+		case "pdf":
+			f.PDF = true
+		case "csv":
+			f.CSV = true
+		case "parquet":
+			f.Parquet = true
+		}
+	}
+	return f
+}
+
+// names returns the formats as statements.agency_files lists them.
+func (f Formats) names() []string {
+	out := []string{}
+	for _, x := range []struct {
+		on   bool
+		name string
+	}{{f.PDF, "pdf"}, {f.CSV, "csv"}, {f.Parquet, "parquet"}} {
+		if x.on {
+			out = append(out, x.name)
+		}
+	}
+	return out
+}
+
 // Closer runs the close of one job's statements in one sink.
 type Closer struct {
 	// Periods reads the period manifests and files (its Bucket is the sink).
@@ -166,21 +197,34 @@ func (c *Closer) Update(ctx context.Context, now time.Time, rec Record, closeEar
 		}
 		get(closeEarly).final, get(closeEarly).reason = true, ReasonCloseEarly
 	}
-	for _, m := range months.names() {
+	// Every month with a statement, and every month about to get its
+	// first one (a month first published after its close time, e.g. when
+	// a run catches up on it, is issued final at once).
+	candidates := months.names()
+	for m := range work {
+		if !slices.Contains(candidates, m) {
+			candidates = append(candidates, m)
+		}
+	}
+	for _, m := range candidates {
 		cur := months.cur[m]
-		if cur == nil || cur.m == nil || cur.m.Final() {
+		if cur != nil && cur.m != nil && cur.m.Final() || (cur == nil || cur.m == nil) && work[m] == nil {
 			if cur != nil && len(cur.intents) > 0 && work[m] == nil {
 				get(m) // finish its cleanup
 			}
 			continue
 		}
-		if c.closable(cur.m, rec, now) {
+		start, end, err := statement.Bounds(m, c.Loc)
+		if err != nil {
+			return res, err
+		}
+		if c.closable(start, end, rec, now) {
 			w := get(m)
 			if !w.final {
 				w.final, w.reason = true, ReasonClose
 			}
 		}
-		if len(cur.intents) > 0 && work[m] == nil {
+		if cur != nil && len(cur.intents) > 0 && work[m] == nil {
 			get(m) // finish its cleanup
 		}
 	}
@@ -224,13 +268,14 @@ type monthWork struct {
 	force   bool // publish a new revision even if nothing changed (verify --repair)
 }
 
-// closable reports whether draft m's close time has passed, every period
-// of the month is delivered and none of them is still owed a recheck.
-func (c *Closer) closable(m *Manifest, rec Record, now time.Time) bool {
-	if now.Before(m.MonthEnd.Add(c.CloseAfter)) || rec.Grid.Checkpoint.Before(m.MonthEnd) {
+// closable reports whether the month [start, end)'s close time has
+// passed, every period of the month is delivered and none of them is still
+// owed a recheck.
+func (c *Closer) closable(start, end time.Time, rec Record, now time.Time) bool {
+	if now.Before(end.Add(c.CloseAfter)) || rec.Grid.Checkpoint.Before(end) {
 		return false
 	}
-	return owedRechecks(m.MonthStart, m.MonthEnd, rec) == 0
+	return owedRechecks(start, end, rec) == 0
 }
 
 // owedRechecks counts the periods in [start, end) still owed a recheck.
@@ -312,13 +357,12 @@ func (c *Closer) dueMarkers(ctx context.Context, g report.Grid) ([]due, error) {
 
 // deleteDue deletes the markers taken in.
 func (c *Closer) deleteDue(ctx context.Context, dues []due) error {
-	for _, d := range dues {
-		if err := c.fence(); err != nil {
-			return fmt.Errorf("delete due marker: %w", err)
-		}
-		if err := c.bucket().Delete(ctx, d.key); err != nil && !errors.Is(err, sink.ErrNotFound) {
-			return fmt.Errorf("delete due marker: %w", err)
-		}
+	keys := make([]string, len(dues))
+	for i, d := range dues {
+		keys[i] = d.key
+	}
+	if err := c.deleteAll(ctx, keys); err != nil {
+		return fmt.Errorf("delete due markers: %w", err)
 	}
 	return nil
 }

@@ -42,6 +42,9 @@ type Manifest struct {
 	PreviousSHA256 string    `json:"previous_sha256,omitempty"`
 	GeneratedAt    time.Time `json:"generated_at"`
 	ToolVersion    string    `json:"tool_version"`
+	// AgencyFiles are the per-agency statement files written
+	// (statements.agency_files): a change rebuilds the month's files.
+	AgencyFiles []string `json:"agency_files"`
 	// Periods are the period revisions the statements were built from,
 	// ascending: the audit chain down to the period files.
 	Periods []PeriodEntry `json:"periods"`
@@ -115,6 +118,9 @@ func (m *Manifest) Marshal() ([]byte, error) {
 	}
 	if c.Periods == nil {
 		c.Periods = []PeriodEntry{}
+	}
+	if c.AgencyFiles == nil {
+		c.AgencyFiles = []string{}
 	}
 	if c.Adjustments == nil {
 		c.Adjustments = []AdjustmentEntry{}

@@ -14,6 +14,11 @@ import (
 // maxManifestBytes bounds a month manifest read back.
 const maxManifestBytes = 64 << 20
 
+// ErrZoneChanged is wrapped by the error of a close whose
+// statements.timezone differs from the zone the sink's statements were
+// built in.
+var ErrZoneChanged = errors.New("statements.timezone changed")
+
 // current is what the sink holds of a month.
 type current struct {
 	month   string
@@ -102,9 +107,9 @@ func (c *Closer) readMonth(ctx context.Context, m string, keys []string) (*curre
 				return nil, fmt.Errorf("%s: the manifest is of job %q month %s", c.bucket().URL(report.MonthManifestKey(m)), man.Job, man.Month)
 			}
 			if man.Timezone != c.Loc.String() {
-				return nil, fmt.Errorf("%s: the statements were built in time zone %s, and statements.timezone is %s: "+
+				return nil, fmt.Errorf("%w: %s: the statements were built in time zone %s, and statements.timezone is %s: "+
 					"a month's bounds must not move under its statements; set statements.timezone back to %s",
-					c.bucket().URL(report.MonthManifestKey(m)), man.Timezone, c.Loc, man.Timezone)
+					ErrZoneChanged, c.bucket().URL(report.MonthManifestKey(m)), man.Timezone, c.Loc, man.Timezone)
 			}
 			cur.m, cur.raw, cur.etag = man, raw, attrs.ETag
 		}

@@ -191,35 +191,33 @@ func (c *Closer) put(ctx context.Context, key string, body []byte, opts sink.Put
 
 // upload puts files, Concurrency at a time, checking the fence.
 func (c *Closer) upload(ctx context.Context, files []encode.File) error {
-	errs := make([]error, len(files))
-	sem := make(chan struct{}, max(c.Concurrency, 1))
-	var wg sync.WaitGroup
-	for i, f := range files {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := c.fence(); err != nil {
-				errs[i] = err
-				return
-			}
-			if _, err := c.bucket().PutFile(ctx, f.Key, f.Path, sink.PutOptions{ContentType: f.ContentType}); err != nil {
-				errs[i] = err
-				return
-			}
-			crashpoint.Hit(crashpoint.MonthAfterUpload)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return c.each(len(files), func(i int) error {
+		f := files[i]
+		if _, err := c.bucket().PutFile(ctx, f.Key, f.Path, sink.PutOptions{ContentType: f.ContentType}); err != nil {
+			return err
+		}
+		crashpoint.Hit(crashpoint.MonthAfterUpload)
+		return nil
+	})
 }
 
 // deleteAll deletes keys, Concurrency at a time, checking the fence.
 func (c *Closer) deleteAll(ctx context.Context, keys []string) error {
-	errs := make([]error, len(keys))
+	return c.each(len(keys), func(i int) error {
+		if err := c.bucket().Delete(ctx, keys[i]); err != nil && !errors.Is(err, sink.ErrNotFound) {
+			return err
+		}
+		return nil
+	})
+}
+
+// each calls write(i) for i in [0, n), Concurrency at a time, each after a
+// check of the fence, and joins the errors.
+func (c *Closer) each(n int, write func(i int) error) error {
+	errs := make([]error, n)
 	sem := make(chan struct{}, max(c.Concurrency, 1))
 	var wg sync.WaitGroup
-	for i, k := range keys {
+	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -228,9 +226,7 @@ func (c *Closer) deleteAll(ctx context.Context, keys []string) error {
 				errs[i] = err
 				return
 			}
-			if err := c.bucket().Delete(ctx, k); err != nil && !errors.Is(err, sink.ErrNotFound) {
-				errs[i] = err
-			}
+			errs[i] = write(i)
 		}()
 	}
 	wg.Wait()

@@ -79,6 +79,13 @@ func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m st
 	return mr, nil
 }
 
+// formats are the agency files written: a PDF only with a renderer.
+func (c *Closer) formats() Formats {
+	f := c.Formats
+	f.PDF = f.PDF && c.RenderPDF != nil
+	return f
+}
+
 func removeFiles(files []encode.File) {
 	for _, f := range files {
 		_ = os.Remove(f.Path)
@@ -103,7 +110,7 @@ func (c *Closer) build(ctx context.Context, months *monthSet, rec Record, m stri
 	}
 	b := statement.NewBuilder(c.Job, m, c.Loc)
 	man := &Manifest{Format: Format, Job: c.Job, Month: m, Timezone: c.Loc.String(), MonthStart: start, MonthEnd: end,
-		Status: string(statement.Draft), Reason: ReasonUpdate, ClosesAt: end.Add(c.CloseAfter)}
+		Status: string(statement.Draft), Reason: ReasonUpdate, ClosesAt: end.Add(c.CloseAfter), AgencyFiles: c.formats().names()}
 	if w.final {
 		man.Status, man.Reason = string(statement.Final), w.reason
 	}

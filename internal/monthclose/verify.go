@@ -143,7 +143,9 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 	if restated {
 		return mc, nil
 	}
-	// Rebuild and compare: same periods, adjustments, totals and bytes.
+	// Rebuild and compare, with the files it was published with: same
+	// periods, adjustments, totals and bytes.
+	c = c.as(man)
 	w := &monthWork{changed: true, final: man.Final(), reason: man.Reason}
 	bt, err := c.build(ctx, set, rec, m, w, man, man.StatementRevision)
 	if err != nil {
@@ -227,6 +229,7 @@ func (c *Closer) repair(ctx context.Context, rec Record, checks []MonthCheck) er
 // or corrupt, when a rebuild gives them with the same bytes.
 func (c *Closer) restore(ctx context.Context, set *monthSet, rec Record, cur *current) (int, error) {
 	man := cur.m
+	c = c.as(man)
 	w := &monthWork{changed: true, final: true, reason: man.Reason}
 	bt, err := c.build(ctx, set, rec, man.Month, w, man, man.StatementRevision)
 	if err != nil {
@@ -255,4 +258,13 @@ func (c *Closer) restore(ctx context.Context, set *monthSet, rec Record, cur *cu
 		todo = append(todo, f)
 	}
 	return len(todo), c.upload(ctx, todo)
+}
+
+// as returns a copy of c that writes the agency files man records and
+// builds its statements with man's close time.
+func (c *Closer) as(man *Manifest) *Closer {
+	d := *c
+	d.Formats = ParseFormats(man.AgencyFiles)
+	d.CloseAfter = man.ClosesAt.Sub(man.MonthEnd)
+	return &d
 }

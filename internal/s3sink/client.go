@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/reportjob/reportjob/internal/awsclient"
 	"github.com/reportjob/reportjob/internal/fence"
 )
 
@@ -45,6 +47,8 @@ type ClientConfig struct {
 	// MaxBackoff is the SDK retryer's longest wait between attempts: 0 =
 	// the SDK's (20 s). Fault tests shorten it.
 	MaxBackoff time.Duration
+	// Logger, when set, gets each retry (package awsclient).
+	Logger *slog.Logger
 }
 
 // requestTimeout bounds one HTTP request to S3.
@@ -97,6 +101,12 @@ func NewClient(ctx context.Context, c ClientConfig) (*s3.Client, error) {
 			o.BaseEndpoint = aws.String(c.Endpoint)
 		}
 		o.UsePathStyle = c.PathStyle
+		endpoint := "https://s3." + o.Region + ".amazonaws.com"
+		if o.BaseEndpoint != nil {
+			endpoint = *o.BaseEndpoint
+		}
+		o.Retryer = awsclient.LogRetries(o.Retryer, c.Logger, "S3", endpoint)
+		o.Credentials = awsclient.HintCredentials(o.Credentials, c.Logger)
 	}), nil
 }
 

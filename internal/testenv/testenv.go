@@ -7,6 +7,8 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -76,4 +78,37 @@ func RequireS3TLS(t testing.TB) S3 {
 	s.Endpoint = Require(t, EnvS3TLS, "S3 server over HTTPS (versitygw)")
 	s.CAFile = Require(t, EnvS3CA, "S3 server certificate")
 	return s
+}
+
+// EnvRequireTools, like EnvRequire, makes a missing tool a failure.
+const EnvRequireTools = "RJTEST_REQUIRE_TOOLS"
+
+// RequireTool returns the path of the command-line tool name (e.g.
+// "pdftotext"), found on PATH or in the project's .tools/bin (where
+// scripts/tools.sh puts what the machine lacks), or skips the test when it
+// is missing; under scripts/test.sh, RJTEST_REQUIRE_TOOLS or CI it fails it.
+func RequireTool(t testing.TB, name, what string) string {
+	t.Helper()
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	if dir, err := os.Getwd(); err == nil {
+		for ; ; dir = filepath.Dir(dir) {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				p := filepath.Join(dir, ".tools", "bin", name)
+				if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
+					return p
+				}
+				break
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+	}
+	if os.Getenv(EnvRequire) != "" || os.Getenv(EnvRequireTools) != "" || os.Getenv("CI") != "" {
+		t.Fatalf("%s is not on PATH nor in .tools/bin: %s is required here (scripts/tools.sh installs it)", name, what)
+	}
+	t.Skipf("%s is not on PATH nor in .tools/bin: no %s (scripts/tools.sh installs it)", name, what)
+	return ""
 }

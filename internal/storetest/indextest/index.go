@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) collect.Index) {
 		{"LookupReturnsExpired", testLookupReturnsExpired},
 		{"WindowAtLookup", testWindowAtLookup},
 		{"FailedWriterReleased", testFailedWriterReleased},
+		{"Sightings", testSightings},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
