@@ -139,13 +139,13 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// RJBENCH_IX_MAXRUNS: the benchmarks with another maxRuns.
-	if v := os.Getenv("RJBENCH_IX_MAXRUNS"); v != "" {
+	// RJBENCH_IX_FANIN: the benchmarks with another mergeFanIn.
+	if v := os.Getenv("RJBENCH_IX_FANIN"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			panic(fmt.Sprintf("RJBENCH_IX_MAXRUNS=%q: %v", v, err))
+			panic(fmt.Sprintf("RJBENCH_IX_FANIN=%q: %v", v, err))
 		}
-		maxRuns = n
+		mergeFanIn = n
 	}
 	code := m.Run()
 	if benchDir != "" {

@@ -62,6 +62,35 @@ func filterBlock(h uint64, nblocks uint32) uint32 {
 	return uint32((uint64(uint32(h>>32)) * uint64(nblocks)) >> 32)
 }
 
+// filterBuilder builds a filter sized for n ids.
+type filterBuilder struct {
+	f       []byte
+	nblocks uint32
+}
+
+func newFilter(n int) *filterBuilder {
+	nblocks := uint32((n*filterBitsPerID + filterBlockBytes*8 - 1) / (filterBlockBytes * 8))
+	f := make([]byte, filterHeader+int(nblocks)*filterBlockBytes)
+	f[0] = filterVersion
+	binary.BigEndian.PutUint32(f[1:], nblocks)
+	return &filterBuilder{f: f, nblocks: nblocks}
+}
+
+// add sets the bits of the id of hash h.
+func (b *filterBuilder) add(h uint64) {
+	if b.nblocks == 0 {
+		return
+	}
+	block := b.f[filterHeader+int(filterBlock(h, b.nblocks))*filterBlockBytes:]
+	h1, h2 := bitHashes(h)
+	for i := range uint32(filterK) {
+		bit := (h1 + i*h2) & (filterBlockBytes*8 - 1)
+		block[bit>>3] |= 1 << (bit & 7)
+	}
+}
+
+func (b *filterBuilder) bytes() []byte { return b.f }
+
 // buildFilter returns the filter of the ids with a claim value in run. It
 // reads the run twice (to count, then to hash) rather than hold the
 // hashes: its memory is the filter's.
@@ -73,24 +102,14 @@ func buildFilter(run *bolt.Bucket) []byte {
 		}
 		return nil
 	})
-	nblocks := uint32((n*filterBitsPerID + filterBlockBytes*8 - 1) / (filterBlockBytes * 8))
-	f := make([]byte, filterHeader+int(nblocks)*filterBlockBytes)
-	f[0] = filterVersion
-	binary.BigEndian.PutUint32(f[1:], nblocks)
+	fb := newFilter(n)
 	_ = run.ForEach(func(k, v []byte) error {
-		if len(v) == 0 {
-			return nil
-		}
-		h := idHash(k)
-		block := f[filterHeader+int(filterBlock(h, nblocks))*filterBlockBytes:]
-		h1, h2 := bitHashes(h)
-		for i := range uint32(filterK) {
-			bit := (h1 + i*h2) & (filterBlockBytes*8 - 1)
-			block[bit>>3] |= 1 << (bit & 7)
+		if len(v) > 0 {
+			fb.add(idHash(k))
 		}
 		return nil
 	})
-	return f
+	return fb.bytes()
 }
 
 var errCorruptFilter = errors.New("corrupt run filter")

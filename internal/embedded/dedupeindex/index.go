@@ -49,6 +49,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"time"
 
@@ -64,7 +65,13 @@ var _ collect.Index = (*Index)(nil)
 type Index struct {
 	db   *bolt.DB
 	path string // for messages
+	mark func(tx *bolt.Tx) error
 }
+
+// MarkWrites sets a function NewClaimWriter calls in its first write
+// transaction (the store records its format there). Call it before using
+// ix.
+func (ix *Index) MarkWrites(mark func(tx *bolt.Tx) error) { ix.mark = mark }
 
 // New returns the index in db, the file at path (named in errors). It
 // does not touch the file.
@@ -86,6 +93,7 @@ var (
 	bucketHeads   = []byte("heads")
 	bucketExpiry  = []byte("expiry")
 	bucketLists   = []byte("lists")
+	keyLastGen    = []byte("lastgen")
 )
 
 const (
@@ -243,8 +251,12 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 		if err != nil {
 			return err
 		}
-		_, _, lists, _ := jobPeriods(tx, job, false)
-		base := nested(tx.Bucket(bucketClaims), []byte(job))
+		merged, err := jobMerged(tx, job)
+		if err != nil {
+			return err
+		}
+		heads, _, lists, _ := jobPeriods(tx, job, false)
+		val := newValidity(heads)
 		for _, id := range seen {
 			kb := []byte(id)
 			h := idHash(kb)
@@ -261,25 +273,23 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 			var (
 				c     claimValue
 				found bool
+				after = int64(math.MinInt64)
 			)
 			if len(v) > 0 {
 				var err error
 				if c, err = decodeClaim(v); err != nil {
 					return fmt.Errorf("claim of %q: %w", clip(id), err)
 				}
-				found = true
+				found, after = true, c.period
 			}
-			if base != nil {
-				if v := base.Get(kb); v != nil {
-					bc, err := decodeClaim(v)
-					if err != nil {
-						return fmt.Errorf("claim of %q: %w", clip(id), err)
-					}
-					// A run's claim of the same period is the newer.
-					if !found || bc.period > c.period {
-						c, found = bc, true
-					}
-				}
+			// A merged run's claim counts when its period is later (the
+			// same period's is an older generation, or the same).
+			e, ok, err := lookupMerged(tx, job, merged, val, kb, h, after)
+			if err != nil {
+				return fmt.Errorf("claim of %q: %w", clip(id), err)
+			}
+			if ok {
+				c, found = e.c, true
 			}
 			if found {
 				claims = append(claims, c.claim(id))

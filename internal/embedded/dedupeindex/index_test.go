@@ -38,11 +38,11 @@ func TestIndexConformanceSmallBatches(t *testing.T) {
 	})
 }
 
-// The suite again with every committed run moved into the by-id bucket
-// at the next writer (maxRuns 0), in small batches: the claims Lookup
-// reads there answer as the runs did.
-func TestIndexConformanceCompacted(t *testing.T) {
-	ixMaxRuns(t, 0)
+// The suite again with merges as often as they can be (two runs of a
+// level merged at the next writer), blocks of 3 entries and small
+// batches: the claims Lookup reads in merged runs answer as the runs did.
+func TestIndexConformanceMerged(t *testing.T) {
+	ixMerges(t, 2, 3)
 	ixSmallBatches(t, 7, 3)
 	indextest.Run(t, func(t *testing.T) collect.Index {
 		s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
@@ -51,10 +51,10 @@ func TestIndexConformanceCompacted(t *testing.T) {
 	})
 }
 
-func ixMaxRuns(t *testing.T, n int) {
-	old := maxRuns
-	maxRuns = n
-	t.Cleanup(func() { maxRuns = old })
+func ixMerges(t *testing.T, fanIn, block int) {
+	oldF, oldB := mergeFanIn, blockEntries
+	mergeFanIn, blockEntries = fanIn, block
+	t.Cleanup(func() { mergeFanIn, blockEntries = oldF, oldB })
 }
 
 func ixSmallBatches(t *testing.T, batch, page int) {
@@ -114,16 +114,36 @@ func ixList(t *testing.T, s *Index, job string, period time.Time) []string {
 }
 
 // ixKeys counts the ids with a claim stored for job (claim values in its
-// runs and in claims/<job>) and the keys under periods/<job>.
+// lists and valid entries of its merged runs) and the keys under periods/<job>.
 func ixKeys(t *testing.T, s *Index, job string) (claims, heads, expiry, lists int) {
 	t.Helper()
 	ids := map[string]bool{}
 	defer func() { claims = len(ids) }()
 	err := s.db.View(func(tx *bolt.Tx) error {
-		if b := nested(tx.Bucket(bucketClaims), []byte(job)); b != nil {
-			_ = b.ForEach(func(k, _ []byte) error { ids[string(k)] = true; return nil })
-		}
 		h, e, l, _ := jobPeriods(tx, job, false)
+		runs, err := jobMerged(tx, job)
+		if err != nil {
+			return err
+		}
+		merged, _ := jobBucket(tx, job, bucketMerged, false)
+		val := newValidity(h)
+		for _, r := range runs {
+			err := merged.Bucket(r.seq).ForEach(func(_, v []byte) error {
+				es, err := decodeBlock(nil, v)
+				if err != nil {
+					return err
+				}
+				for i := range es {
+					if ok, err := val.valid(&es[i]); err != nil || ok {
+						ids[string(es[i].id)] = true
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
 		if h != nil {
 			heads, expiry = h.Stats().KeyN, e.Stats().KeyN
 			_ = l.ForEachBucket(func([]byte) error { lists++; return nil })
@@ -150,10 +170,10 @@ func ixKeys(t *testing.T, s *Index, job string) (claims, heads, expiry, lists in
 }
 
 func TestIndexSweep(t *testing.T) {
-	for _, tc := range []struct{ batch, runs int }{{10_000, 24}, {3, 24}, {3, 0}} {
-		t.Run(fmt.Sprintf("batch%d-runs%d", tc.batch, tc.runs), func(t *testing.T) {
+	for _, tc := range []struct{ batch, fanIn int }{{10_000, 8}, {3, 8}, {3, 2}} {
+		t.Run(fmt.Sprintf("batch%d-fanin%d", tc.batch, tc.fanIn), func(t *testing.T) {
 			ixSmallBatches(t, tc.batch, 1000)
-			ixMaxRuns(t, tc.runs)
+			ixMerges(t, tc.fanIn, 3)
 			s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
 			now := sweepP1.Add(2 * time.Hour)
 			ids0 := []string{"a", "b", "c", "d", "e", "f", "g", "moved"}
@@ -208,60 +228,7 @@ func (c *ixCutCtx) Err() error {
 	return nil
 }
 
-// TestIndexSweepInterrupted: with claims in the legacy by-id bucket, a
-// sweep walks the ids of the expired lists, indexBatch per transaction,
-// and a sweep cut short is finished by the next one.
-func TestIndexSweepInterrupted(t *testing.T) {
-	ixSmallBatches(t, 2, 1000)
-	s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
-	ids := []string{"a", "b", "c", "d", "e", "f", "g"}
-	ixCommit(t, s, sweepJob, sweepP0, sweepE0, sweepP1, true, ids...)
-	putLegacyClaim(t, s, sweepJob, "a", sweepP0, sweepE0)
-	// Two sweep transactions (4 ids), then the context ends.
-	c := &ixCutCtx{Context: t.Context()}
-	c.n.Store(2)
-	if _, err := s.NewClaimWriter(c, sweepJob, hourOf(sweepP1), sweepE1, sweepE0); err == nil {
-		t.Fatal("NewClaimWriter with a context that ends succeeded")
-	}
-	// Half swept: PeriodIDs ignores the list, not a partial one or an error.
-	if got := ixList(t, s, sweepJob, sweepP0); len(got) != 0 {
-		t.Errorf("a list being swept yields %q, want nothing", got)
-	}
-	if got := ixClaimPeriods(t, s, sweepJob, ids...); len(got) != 3 {
-		t.Errorf("%d claims left after 2 sweep transactions of 2, want 3", len(got))
-	}
-	// The next writer finishes the sweep.
-	ixCommit(t, s, sweepJob, sweepP1, sweepE1, sweepE0, false)
-	if got := ixClaimPeriods(t, s, sweepJob, ids...); len(got) != 0 {
-		t.Errorf("claims left after the sweep finished: %v", got)
-	}
-	if claims, heads, expiry, lists := ixKeys(t, s, sweepJob); claims != 0 || heads != 1 || expiry != 1 || lists != 1 {
-		t.Errorf("after the sweep: %d claims, %d heads, %d expiry keys, %d lists; want 0, 1, 1, 1", claims, heads, expiry, lists)
-	}
-}
-
-// putLegacyClaim stores a claim of id by the hour starting at period in
-// the legacy by-id bucket, as the layout before runs wrote it.
-func putLegacyClaim(t *testing.T, s *Index, job, id string, period, expires time.Time) {
-	t.Helper()
-	c := claimValue{period: period.UnixMilli(), end: period.Add(time.Hour).UnixMilli(), expires: expires.Unix(), fp: indextest.FP(id, 0)}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		root, err := tx.CreateBucketIfNotExists(bucketClaims)
-		if err != nil {
-			return err
-		}
-		b, err := root.CreateBucketIfNotExists([]byte(job))
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte(id), c.encode())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestIndexSweepRuns: without legacy claims, the sweep drops each expired
+// TestIndexSweepRuns: the sweep drops each expired
 // list with its runs whole, one transaction each; cut short, the next
 // sweep drops the rest.
 func TestIndexSweepRuns(t *testing.T) {

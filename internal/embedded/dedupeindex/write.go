@@ -34,7 +34,7 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 	if err := ix.sweep(ctx, job, sweepAt); err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
 	}
-	if err := ix.compact(ctx, job); err != nil {
+	if err := ix.merge(ctx, job); err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
 	}
 	w := &claimWriter{
@@ -44,6 +44,11 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 		expires: expires.Unix(),
 	}
 	err := ix.db.Update(func(tx *bolt.Tx) error {
+		if ix.mark != nil {
+			if err := ix.mark(tx); err != nil {
+				return err
+			}
+		}
 		heads, _, lists, err := jobPeriods(tx, job, true)
 		if err != nil {
 			return err
@@ -75,6 +80,16 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 			return nil
 		})
 		if err != nil {
+			return err
+		}
+		// Generations are never reused within the job (a period swept
+		// then written again included): entries of merged runs name them
+		// (see validity).
+		jb := tx.Bucket(bucketPeriods).Bucket([]byte(job))
+		if v := jb.Get(keyLastGen); len(v) == 8 {
+			w.gen = max(w.gen, binary.BigEndian.Uint64(v)+1)
+		}
+		if err := jb.Put(keyLastGen, genKey(w.gen)); err != nil {
 			return err
 		}
 		w.older = append(slices.Clone(w.failed), w.old.gen)
@@ -221,12 +236,13 @@ func (w *claimWriter) wait() error {
 	return w.err
 }
 
-// write writes adds and releases in one transaction: each id goes into
-// the writer's run (its generation bucket) with its claim value, written
-// or carried over (see carried), or with none; a release deletes only a
-// claim of the period in the legacy by-id bucket (the run's own claims
-// go with the older generations at Commit).
-func (w *claimWriter) write(adds []pendingAdd, rels []string) error {
+// write writes adds in one transaction: each id goes into the writer's
+// run (its generation bucket) with its claim value, written or carried
+// over (see carried), or with none. A release writes nothing: the claim
+// released is in an older generation of the period, which goes at
+// Commit, and in merged runs as an entry of that generation, which the
+// Commit invalidates (see validity).
+func (w *claimWriter) write(adds []pendingAdd, _ []string) error {
 	return w.ix.db.Update(func(tx *bolt.Tx) error {
 		_, _, lists, _ := jobPeriods(tx, w.job, false)
 		gens := nested(lists, w.start)
@@ -242,7 +258,6 @@ func (w *claimWriter) write(adds []pendingAdd, rels []string) error {
 				older = append(older, b)
 			}
 		}
-		base := nested(tx.Bucket(bucketClaims), []byte(w.job))
 		// bbolt keeps keys and values until the transaction ends: no
 		// buffer is reused.
 		for _, a := range adds {
@@ -253,20 +268,10 @@ func (w *claimWriter) write(adds []pendingAdd, rels []string) error {
 				c.fp = a.fp
 				v = c.encode()
 			} else {
-				var err error
-				if v, err = w.carried(older, base, kb); err != nil {
-					return err
-				}
+				v = carried(older, kb)
 			}
 			if err := run.Put(kb, v); err != nil {
 				return fmt.Errorf("claim of %q: %w", clip(a.id), err)
-			}
-		}
-		if base != nil {
-			for _, id := range rels {
-				if err := deleteClaimOf(base, id, w.claim.period); err != nil {
-					return err
-				}
 			}
 		}
 		return nil
@@ -275,52 +280,15 @@ func (w *claimWriter) write(adds []pendingAdd, rels []string) error {
 
 // carried returns the claim value that an id added without write keeps:
 // the period's own, from the newest older generation of the period that
-// wrote one, or from the legacy by-id bucket when it names the period
-// (then moved: deleted there); nil when the period has none (the id's
-// claim, if any, is another period's). A value from an older run is
-// copied: those runs go at Commit.
-func (w *claimWriter) carried(older []*bolt.Bucket, base *bolt.Bucket, id []byte) ([]byte, error) {
+// wrote one; nil when the period has none (the id's claim, if any, is
+// another period's). It is copied: those runs go at Commit.
+func carried(older []*bolt.Bucket, id []byte) []byte {
 	for _, b := range older {
 		if v := b.Get(id); len(v) > 0 {
-			return append([]byte(nil), v...), nil
+			return append([]byte(nil), v...)
 		}
 	}
-	if base == nil {
-		return nil, nil
-	}
-	v := base.Get(id)
-	if v == nil {
-		return nil, nil
-	}
-	c, err := decodeClaim(v)
-	if err != nil {
-		return nil, fmt.Errorf("claim of %q: %w", clip(string(id)), err)
-	}
-	if c.period != w.claim.period {
-		return nil, nil
-	}
-	v = append([]byte(nil), v...)
-	if err := base.Delete(id); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// deleteClaimOf deletes id's claim when it points to the period starting
-// at periodMS.
-func deleteClaimOf(claims *bolt.Bucket, id string, periodMS int64) error {
-	v := claims.Get([]byte(id))
-	if v == nil {
-		return nil
-	}
-	c, err := decodeClaim(v)
-	if err != nil {
-		return fmt.Errorf("claim of %q: %w", clip(id), err)
-	}
-	if c.period != periodMS {
-		return nil
-	}
-	return claims.Delete([]byte(id))
+	return nil
 }
 
 // Commit implements collect.ClaimWriter: after the last batch, one
