@@ -124,7 +124,25 @@ func openFixture(t *testing.T) (*Index, fixture) {
 	if err := json.Unmarshal(j, &want); err != nil {
 		t.Fatal(err)
 	}
-	return openIndex(t, path), want
+	ix := openIndex(t, path)
+	migrateFixture(t, ix)
+	return ix, want
+}
+
+// migrateFixture migrates ix as the store's Open does, the marker
+// recorded in meta/format.
+func migrateFixture(t *testing.T, ix *Index) {
+	t.Helper()
+	err := Migrate(t.Context(), ix.db, ix.path, func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists([]byte("meta"))
+		if err != nil {
+			return err
+		}
+		return meta.Put([]byte("format"), []byte("reportjob/2"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func sameFixture(t *testing.T, what string, got, want fixture) {
@@ -137,16 +155,37 @@ func sameFixture(t *testing.T, what string, got, want fixture) {
 }
 
 // TestLegacyStore: a store written by the by-id bucket layout (before
-// runs) answers the same (its claims are read where they are); a rebuild
-// of a period moves the period's claims into its run and releases the
-// others there, and still answers the same; the sweep of the last legacy
-// period removes the legacy bucket.
+// runs), migrated (Migrate, as the store's Open does), answers the same:
+// every claim and every list, the by-id bucket gone; a second migration
+// changes nothing; a rebuild of a period keeps its claims (carried from
+// its migrated list) and releases the others; the sweep of everything
+// leaves no claim.
 func TestLegacyStore(t *testing.T) {
 	ix, want := openFixture(t)
-	sameFixture(t, "opened", readFixture(t, ix), want)
+	sameFixture(t, "migrated", readFixture(t, ix), want)
 	if n, _, _, _ := ixKeys(t, ix, "job"); n != 16 {
-		t.Fatalf("the fixture holds %d claims, want 16", n)
+		t.Fatalf("the migrated fixture holds %d claims, want 16", n)
 	}
+	_ = ix.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketClaims) != nil {
+			t.Error("the by-id bucket is still there after the migration")
+		}
+		return nil
+	})
+	migrateFixture(t, ix)
+	sameFixture(t, "migrated twice", readFixture(t, ix), want)
+
+	// Merged (two runs a level, blocks of 2, from here on): the same
+	// answers from packed runs.
+	ixMerges(t, 2, 2)
+	ixCommit(t, ix, "job", fixP[3].Add(time.Hour), fixExp(fixP[3].Add(time.Hour)), fixStart, true)
+	_ = ix.db.View(func(tx *bolt.Tx) error {
+		if runs, err := jobMerged(tx, "job"); err != nil || len(runs) == 0 {
+			t.Errorf("merged runs = %d, %v; want some", len(runs), err)
+		}
+		return nil
+	})
+	sameFixture(t, "after merges", readFixture(t, ix), want)
 
 	// p0 rebuilt as Dedupe decides it from the same claims: a and c are
 	// its own, moved is p3's (outside the window): none rewritten.
@@ -173,18 +212,8 @@ func TestLegacyStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFixture(t, "after the rebuild of p0", readFixture(t, ix), want)
-	legacy := 0
-	_ = ix.db.View(func(tx *bolt.Tx) error {
-		if b := nested(tx.Bucket(bucketClaims), []byte("job")); b != nil {
-			legacy = b.Stats().KeyN
-		}
-		return nil
-	})
-	if legacy != 14 {
-		t.Errorf("%d claims left in the legacy bucket after p0's rebuild, want 14 (a and c moved to p0's run)", legacy)
-	}
 
-	// p1 rebuilt without e: e's legacy claim is released.
+	// p1 rebuilt without e: e's claim is released.
 	w, err = ix.NewClaimWriter(t.Context(), "job", hourOf(fixP[1]), fixExp(fixP[1]), fixStart)
 	if err != nil {
 		t.Fatal(err)
@@ -203,16 +232,10 @@ func TestLegacyStore(t *testing.T) {
 		t.Errorf("claims of d, e after p1's rebuild = %v, want d's only", got)
 	}
 
-	// Everything expires: the sweep leaves nothing, legacy bucket included.
+	// Everything expires: the sweep leaves nothing.
 	end := fixNow.Add(365 * 24 * time.Hour)
 	ixCommit(t, ix, "job", end, end.Add(2*time.Hour), end, false)
 	if n, heads, _, _ := ixKeys(t, ix, "job"); n != 0 || heads != 1 {
 		t.Errorf("after the sweep: %d claims, %d heads; want 0, 1", n, heads)
 	}
-	_ = ix.db.View(func(tx *bolt.Tx) error {
-		if b := nested(tx.Bucket(bucketClaims), []byte("job")); b != nil {
-			t.Errorf("the legacy claims bucket is still there (%d keys)", b.Stats().KeyN)
-		}
-		return nil
-	})
 }
