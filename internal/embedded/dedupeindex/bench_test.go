@@ -129,6 +129,39 @@ func BenchmarkPeriodClaims(b *testing.B) {
 			b.ReportMetric(float64(nNew)*float64(b.N)/b.Elapsed().Seconds(), "claims/s")
 		})
 	}
+	// 35d-hourly-steady: the steady state with hourly periods, deferred
+	// work included: on the 35d-hourly store, the next 24 hourly periods
+	// of RJBENCH_IX_HOURLY_OLD new ids each, one after the other, with
+	// whatever each NewClaimWriter does first (compaction, merges). One
+	// op is the 24 periods; s/period is per period.
+	b.Run("35d-hourly-steady", func(b *testing.B) {
+		const periods, next = 35 * 24, 24
+		dir := b.TempDir()
+		tmpl := benchTemplate(b, "35d-hourly", periods, time.Hour, nHourly)
+		for b.Loop() {
+			b.StopTimer()
+			path := filepath.Join(dir, "store.db")
+			copyFile(b, tmpl, path)
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ix := New(db, path)
+			b.StartTimer()
+			for i := range next {
+				start := benchStart.Add(time.Duration(periods+i) * time.Hour)
+				if found := benchPeriod(b, ix, report.Period{Start: start, End: start.Add(time.Hour)}, benchIDs(periods+i, nHourly)); found != 0 {
+					b.Fatalf("%d new ids found claimed", found)
+				}
+			}
+			b.StopTimer()
+			if err := db.Close(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		b.ReportMetric(b.Elapsed().Seconds()/float64(b.N*next), "s/period")
+	})
 }
 
 // benchTemplates are the prepared stores, by name, kept for the process
@@ -139,14 +172,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// RJBENCH_IX_FANIN: the benchmarks with another mergeFanIn.
-	if v := os.Getenv("RJBENCH_IX_FANIN"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			panic(fmt.Sprintf("RJBENCH_IX_FANIN=%q: %v", v, err))
-		}
-		mergeFanIn = n
-	}
 	code := m.Run()
 	if benchDir != "" {
 		_ = os.RemoveAll(benchDir)

@@ -8,7 +8,6 @@
 //	periods / <job> / lists / <start> / <gen>   <id> -> claim value or ""
 //	periods / <job> / filters              <start><gen> -> run filter
 //	periods / <job> / writers              <start><gen> -> ""
-//	claims / <job>                         <id> -> claim value
 //
 // <start> is the period start in Unix milliseconds and <expires> the
 // list's expiry in Unix seconds, each as 8 bytes that sort as the numbers
@@ -24,21 +23,39 @@
 // the claim value it wrote or kept (carried over from the period's older
 // generations), or "" when the id's claim is another period's. A writer
 // fills it in transactions of indexBatch ids (ascending: pages packed
-// full); Commit switches the head to it, writes its filter (filter.go) and
-// deletes every other generation in one transaction. Lookup reads the
-// runs of the newest maxRuns committed lists (through their filters), the
-// generations of writers that never committed (listed in writers), and
-// the by-id bucket claims/<job>, and takes the claim of the latest period.
-// The by-id bucket holds what the layout before runs wrote (read as it
-// is: lists committed then have no filter, and "" values) and the claims
-// of the runs older than the newest maxRuns, moved there by
-// NewClaimWriter (compact.go). A release deletes a claim of the period
-// from the by-id bucket at once; from the runs it goes with the older
-// generations at Commit. The sweep drops an expired list with its runs
-// whole, walking its ids (indexBatch per transaction) only while the
-// by-id bucket exists, to delete the claims there that point to its
-// period. The expiry bucket lets NewClaimWriter find expired lists without
-// reading the others.
+// full); Commit switches the head to it, writes its filter (filter.go)
+// and deletes every other generation in one transaction. A committed
+// list with a filter is a level-0 run.
+//
+// Runs are merged, size-tiered (merge.go): when a level holds mergeFanIn
+// runs, NewClaimWriter (after the sweep, under the lease) merges the
+// oldest of them into one packed run of the next level (block.go: one put
+// per block of blockEntries entries), with a filter and meta (level, entry
+// count, period range):
+//
+//	periods / <job> / merged / <seq>        <last id of block> -> block
+//	periods / <job> / mergedmeta            <seq> -> run meta, filter
+//	periods / <job>                         lastgen -> the job's last generation
+//
+// An entry of a merged run (id, period start, generation, claim) counts
+// only while its generation is its period's committed head (validity, in
+// merge.go): a rebuild of the period or its sweep invalidates it without
+// rewriting the run, a merge drops it, and a merged run whose periods are
+// all swept goes whole. Generations are never reused within a job.
+//
+// Lookup reads the level-0 runs (through their filters), the generations
+// of writers that never committed (listed in writers, read for every id)
+// and the merged runs (filters, then Seek and a search in one block), and
+// takes the valid claim of the latest period: a claim only ever moves
+// from an earlier period to a later one (collect's decide). A release
+// writes nothing: the claim released goes with its generation at Commit.
+// The sweep drops an expired list whole, in one transaction. The expiry
+// bucket lets NewClaimWriter find expired lists without reading the
+// others.
+//
+// The by-id layout before runs (claims / <job>: <id> -> claim value, one
+// random insert per claim) is migrated once by Migrate (migrate.go), which
+// the embedded store runs at Open.
 package dedupeindex
 
 import (
@@ -326,14 +343,12 @@ func (p *probe) get(lists *bolt.Bucket, id []byte) []byte {
 	return p.run.Get(id)
 }
 
-// jobRuns returns the runs of job Lookup reads, the latest period first
-// and, within a period, the newest generation first: the first of them
-// that holds a claim value for an id holds its claim. They are the
-// committed runs with a filter (the newest maxRuns: the claims of older
-// ones are in the by-id bucket, see compact) and the generations of
-// writers that have not committed (running, or failed), read for every
-// id. A list committed before runs has neither: its claims are in the
-// by-id bucket, where the layout before runs wrote them.
+// jobRuns returns the level-0 runs of job Lookup reads, the latest period
+// first and, within a period, the newest generation first: the first of
+// them that holds a claim value for an id holds its latest level-0 claim.
+// They are the committed runs with a filter (not merged yet) and the
+// generations of writers that have not committed (running, or failed),
+// read for every id.
 func jobRuns(tx *bolt.Tx, job string) ([]probe, error) {
 	_, _, lists, _ := jobPeriods(tx, job, false)
 	if lists == nil {
