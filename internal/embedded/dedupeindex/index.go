@@ -272,6 +272,8 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 		if err != nil {
 			return err
 		}
+		// Opened once: a bucket is looked up by a B+tree search.
+		mergedRuns, _ := jobBucket(tx, job, bucketMerged, false)
 		heads, _, lists, _ := jobPeriods(tx, job, false)
 		val := newValidity(heads)
 		for _, id := range seen {
@@ -301,12 +303,14 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 			}
 			// A merged run's claim counts when its period is later (the
 			// same period's is an older generation, or the same).
-			e, ok, err := lookupMerged(tx, job, merged, val, kb, h, after)
-			if err != nil {
-				return fmt.Errorf("claim of %q: %w", clip(id), err)
-			}
-			if ok {
-				c, found = e.c, true
+			if len(merged) > 0 {
+				e, ok, err := lookupMerged(mergedRuns, merged, val, kb, h, after)
+				if err != nil {
+					return fmt.Errorf("claim of %q: %w", clip(id), err)
+				}
+				if ok {
+					c, found = e.c, true
+				}
 			}
 			if found {
 				claims = append(claims, c.claim(id))

@@ -388,8 +388,7 @@ func (ix *Index) mergeRuns(ctx context.Context, job string, inputs []runRef, lev
 // first valid entry of each run that may hold it (its latest period
 // there), the latest period's. Runs holding only periods at or before
 // after (a claim found already) are skipped.
-func lookupMerged(tx *bolt.Tx, job string, runs []mergedProbe, val *validity, id []byte, h uint64, after int64) (entry, bool, error) {
-	merged, _ := jobBucket(tx, job, bucketMerged, false)
+func lookupMerged(merged *bolt.Bucket, runs []mergedProbe, val *validity, id []byte, h uint64, after int64) (entry, bool, error) {
 	var (
 		best  entry
 		found bool
