@@ -6,7 +6,7 @@
 //
 // Layout of the file:
 //
-//	meta                     format -> "reportjob/1"
+//	meta                     format -> "reportjob/2"
 //	items / <partition key>  <sort key> -> encoded attributes (see codec.go)
 //	jobs                     <job name> -> JSON job state (see jobRecord in checkpoint.go)
 //	claims, periods          the dedupe index (collect.Index): package dedupeindex
@@ -67,8 +67,15 @@ const (
 	DefaultPageBytes   = 1 << 20
 )
 
-// format identifies this package's layout in the meta bucket.
-const format = "reportjob/1"
+// format identifies this package's layout in the meta bucket. formatV1 is
+// the layout before the dedupe index kept its claims in runs (a by-id
+// bucket): Open migrates it (dedupeindex.Migrate) and records format. A
+// binary from before format sees the new marker and refuses the file
+// (it would not read the runs, and would bill again what they claim).
+const (
+	format   = "reportjob/2"
+	formatV1 = "reportjob/1"
+)
 
 var (
 	bucketMeta  = []byte("meta")
@@ -138,6 +145,7 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open embedded store %s: %w", path, err)
 	}
 	s := &Store{Index: dedupeindex.New(db, path), db: db, path: path, opts: opts, session: newSession()}
+	s.MarkWrites(markFormat)
 	if err := s.checkFormat(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -145,17 +153,49 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// checkFormat refuses a file of another format, and migrates one of
+// formatV1 (or without a marker, holding by-id claims: written without
+// Init). The migration runs here because Open holds bbolt's file lock: no
+// other process reads or writes the file meanwhile, and the index then
+// only knows one layout. It is done once: a migration cut short is done
+// again by the next Open, and the marker is set in its last transaction.
 func (s *Store) checkFormat() error {
-	return s.db.View(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		if meta == nil {
-			return nil
+	migrate := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var got []byte
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			got = meta.Get(keyFormat)
 		}
-		if got := meta.Get(keyFormat); string(got) != format {
-			return fmt.Errorf("open embedded store %s: format %q, want %q", s.path, got, format)
+		switch string(got) {
+		case format:
+		case formatV1:
+			migrate = true
+		case "":
+			migrate = dedupeindex.Legacy(tx)
+		default:
+			return fmt.Errorf("open embedded store %s: format %q, want %q or %q", s.path, got, format, formatV1)
 		}
 		return nil
 	})
+	if err != nil || !migrate {
+		return err
+	}
+	if err := dedupeindex.Migrate(context.Background(), s.db, s.path, markFormat); err != nil {
+		return fmt.Errorf("open embedded store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// markFormat records format in tx (writable), when not yet.
+func markFormat(tx *bolt.Tx) error {
+	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if string(meta.Get(keyFormat)) == format {
+		return nil
+	}
+	return meta.Put(keyFormat, []byte(format))
 }
 
 // Path returns the file's path as given to Open.

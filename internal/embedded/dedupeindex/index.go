@@ -3,10 +3,11 @@
 // beside the store's meta, items and jobs buckets, and creates them on
 // first write:
 //
-//	claims / <job>                         <id> -> claim value
 //	periods / <job> / heads                <start> -> head value
 //	periods / <job> / expiry               <expires><start> -> ""
-//	periods / <job> / lists / <start> / <gen>   <id> -> ""
+//	periods / <job> / lists / <start> / <gen>   <id> -> claim value or ""
+//	periods / <job> / filters              <start><gen> -> run filter
+//	periods / <job> / writers              <start><gen> -> ""
 //
 // <start> is the period start in Unix milliseconds and <expires> the
 // list's expiry in Unix seconds, each as 8 bytes that sort as the numbers
@@ -17,19 +18,55 @@
 // head value is version 1, generation, id count,
 // expires (s), then a flags byte (1: being swept).
 //
-// A list is written in transactions of indexBatch ids into a new
-// generation bucket; Commit switches the head to it and deletes every other
-// generation in one transaction. The expiry bucket lets NewClaimWriter find
-// expired lists without reading the others.
+// A period's claims are appended to its list, as one sorted run: each
+// generation bucket (one per writer) holds every id the writer added, with
+// the claim value it wrote or kept (carried over from the period's older
+// generations), or "" when the id's claim is another period's. A writer
+// fills it in transactions of indexBatch ids (ascending: pages packed
+// full); Commit switches the head to it, writes its filter (filter.go)
+// and deletes every other generation in one transaction. A committed
+// list with a filter is a level-0 run.
+//
+// Runs are merged, size-tiered (merge.go): when a level holds mergeFanIn
+// runs, NewClaimWriter (after the sweep, under the lease) merges the
+// oldest of them into one packed run of the next level (block.go: one put
+// per block of blockEntries entries), with a filter and meta (level, entry
+// count, period range):
+//
+//	periods / <job> / merged / <seq>        <last id of block> -> block
+//	periods / <job> / mergedmeta            <seq> -> run meta, filter
+//	periods / <job>                         lastgen -> the job's last generation
+//
+// An entry of a merged run (id, period start, generation, claim) counts
+// only while its generation is its period's committed head (validity, in
+// merge.go): a rebuild of the period or its sweep invalidates it without
+// rewriting the run, a merge drops it, and a merged run whose periods are
+// all swept goes whole. Generations are never reused within a job.
+//
+// Lookup reads the level-0 runs (through their filters), the generations
+// of writers that never committed (listed in writers, read for every id)
+// and the merged runs (filters, then Seek and a search in one block), and
+// takes the valid claim of the latest period: a claim only ever moves
+// from an earlier period to a later one (collect's decide). A release
+// writes nothing: the claim released goes with its generation at Commit.
+// The sweep drops an expired list whole, in one transaction. The expiry
+// bucket lets NewClaimWriter find expired lists without reading the
+// others.
+//
+// The by-id layout before runs (claims / <job>: <id> -> claim value, one
+// random insert per claim) is migrated once by Migrate (migrate.go), which
+// the embedded store runs at Open.
 package dedupeindex
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"slices"
 	"time"
 
@@ -45,7 +82,13 @@ var _ collect.Index = (*Index)(nil)
 type Index struct {
 	db   *bolt.DB
 	path string // for messages
+	mark func(tx *bolt.Tx) error
 }
+
+// MarkWrites sets a function NewClaimWriter calls in its first write
+// transaction (the store records its format there). Call it before using
+// ix.
+func (ix *Index) MarkWrites(mark func(tx *bolt.Tx) error) { ix.mark = mark }
 
 // New returns the index in db, the file at path (named in errors). It
 // does not touch the file.
@@ -67,6 +110,7 @@ var (
 	bucketHeads   = []byte("heads")
 	bucketExpiry  = []byte("expiry")
 	bucketLists   = []byte("lists")
+	keyLastGen    = []byte("lastgen")
 )
 
 const (
@@ -220,20 +264,57 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 	}
 	var claims []collect.Claim
 	err := ix.db.View(func(tx *bolt.Tx) error {
-		b := nested(tx.Bucket(bucketClaims), []byte(job))
-		if b == nil {
-			return nil
+		runs, err := jobRuns(tx, job)
+		if err != nil {
+			return err
 		}
+		merged, err := jobMerged(tx, job)
+		if err != nil {
+			return err
+		}
+		// Opened once: a bucket is looked up by a B+tree search.
+		mergedRuns, _ := jobBucket(tx, job, bucketMerged, false)
+		heads, _, lists, _ := jobPeriods(tx, job, false)
+		val := newValidity(heads)
 		for _, id := range seen {
-			v := b.Get([]byte(id))
-			if v == nil {
-				continue
+			kb := []byte(id)
+			h := idHash(kb)
+			var v []byte
+			for i := range runs {
+				r := &runs[i]
+				if r.filter != nil && !mayHold(r.filter, h) {
+					continue
+				}
+				if v = r.get(lists, kb); len(v) > 0 {
+					break
+				}
 			}
-			c, err := decodeClaim(v)
-			if err != nil {
-				return fmt.Errorf("claim of %q: %w", clip(id), err)
+			var (
+				c     claimValue
+				found bool
+				after = int64(math.MinInt64)
+			)
+			if len(v) > 0 {
+				var err error
+				if c, err = decodeClaim(v); err != nil {
+					return fmt.Errorf("claim of %q: %w", clip(id), err)
+				}
+				found, after = true, c.period
 			}
-			claims = append(claims, c.claim(id))
+			// A merged run's claim counts when its period is later (the
+			// same period's is an older generation, or the same).
+			if len(merged) > 0 {
+				e, ok, err := lookupMerged(mergedRuns, merged, val, kb, h, after)
+				if err != nil {
+					return fmt.Errorf("claim of %q: %w", clip(id), err)
+				}
+				if ok {
+					c, found = e.c, true
+				}
+			}
+			if found {
+				claims = append(claims, c.claim(id))
+			}
 		}
 		return nil
 	})
@@ -241,6 +322,73 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 		return nil, fmt.Errorf("look up claims of job %q in %s: %w", job, ix.path, err)
 	}
 	return claims, nil
+}
+
+// probe is a run Lookup reads: a generation bucket of a period, with its
+// filter (nil: read it for every id). The bucket is opened when an id may
+// be in it.
+type probe struct {
+	start  []byte
+	gen    uint64
+	filter []byte
+	run    *bolt.Bucket
+	opened bool
+}
+
+// get returns the value of id in the run, nil when it has none (or the
+// run is gone: a writer's empty generation, deleted).
+func (p *probe) get(lists *bolt.Bucket, id []byte) []byte {
+	if !p.opened {
+		p.run, p.opened = nested(lists.Bucket(p.start), genKey(p.gen)), true
+	}
+	if p.run == nil {
+		return nil
+	}
+	return p.run.Get(id)
+}
+
+// jobRuns returns the level-0 runs of job Lookup reads, the latest period
+// first and, within a period, the newest generation first: the first of
+// them that holds a claim value for an id holds its latest level-0 claim.
+// They are the committed runs with a filter (not merged yet) and the
+// generations of writers that have not committed (running, or failed),
+// read for every id.
+func jobRuns(tx *bolt.Tx, job string) ([]probe, error) {
+	_, _, lists, _ := jobPeriods(tx, job, false)
+	if lists == nil {
+		return nil, nil
+	}
+	var runs []probe
+	for _, name := range [][]byte{bucketFilters, bucketWriters} {
+		b, _ := jobBucket(tx, job, name, false)
+		if b == nil {
+			continue
+		}
+		err := b.ForEach(func(k, v []byte) error {
+			if len(k) != 16 {
+				return fmt.Errorf("corrupt run key %x", k)
+			}
+			p := probe{start: k[:8], gen: binary.BigEndian.Uint64(k[8:])}
+			if bytes.Equal(name, bucketFilters) {
+				if err := checkFilter(v); err != nil {
+					return fmt.Errorf("generation %d of period %s: %w", p.gen, formatTime(time.UnixMilli(unsortable(p.start))), err)
+				}
+				p.filter = v
+			}
+			runs = append(runs, p)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(runs, func(a, b probe) int {
+		if c := bytes.Compare(b.start, a.start); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.gen, a.gen)
+	})
+	return runs, nil
 }
 
 // PeriodIDs implements collect.Index. It reads periodIDsPage ids per read

@@ -38,6 +38,25 @@ func TestIndexConformanceSmallBatches(t *testing.T) {
 	})
 }
 
+// The suite again with merges as often as they can be (two runs of a
+// level merged at the next writer), blocks of 3 entries and small
+// batches: the claims Lookup reads in merged runs answer as the runs did.
+func TestIndexConformanceMerged(t *testing.T) {
+	ixMerges(t, 2, 3)
+	ixSmallBatches(t, 7, 3)
+	indextest.Run(t, func(t *testing.T) collect.Index {
+		s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
+		s.db.NoSync = true
+		return s
+	})
+}
+
+func ixMerges(t *testing.T, fanIn, block int) {
+	oldF, oldB := mergeFanIn, blockEntries
+	mergeFanIn, blockEntries = fanIn, block
+	t.Cleanup(func() { mergeFanIn, blockEntries = oldF, oldB })
+}
+
 func ixSmallBatches(t *testing.T, batch, page int) {
 	oldBatch, oldPage := indexBatch, periodIDsPage
 	indexBatch, periodIDsPage = batch, page
@@ -94,17 +113,53 @@ func ixList(t *testing.T, s *Index, job string, period time.Time) []string {
 	return ids
 }
 
-// ixKeys counts the keys under periods/<job> and claims/<job>.
+// ixKeys counts the ids with a claim stored for job (claim values in its
+// lists and valid entries of its merged runs) and the keys under periods/<job>.
 func ixKeys(t *testing.T, s *Index, job string) (claims, heads, expiry, lists int) {
 	t.Helper()
+	ids := map[string]bool{}
+	defer func() { claims = len(ids) }()
 	err := s.db.View(func(tx *bolt.Tx) error {
-		if b := nested(tx.Bucket(bucketClaims), []byte(job)); b != nil {
-			claims = b.Stats().KeyN
-		}
 		h, e, l, _ := jobPeriods(tx, job, false)
+		runs, err := jobMerged(tx, job)
+		if err != nil {
+			return err
+		}
+		merged, _ := jobBucket(tx, job, bucketMerged, false)
+		val := newValidity(h)
+		for _, r := range runs {
+			err := merged.Bucket(r.seq).ForEach(func(_, v []byte) error {
+				es, err := decodeBlock(nil, v)
+				if err != nil {
+					return err
+				}
+				for i := range es {
+					if ok, err := val.valid(&es[i]); err != nil || ok {
+						ids[string(es[i].id)] = true
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
 		if h != nil {
 			heads, expiry = h.Stats().KeyN, e.Stats().KeyN
 			_ = l.ForEachBucket(func([]byte) error { lists++; return nil })
+		}
+		if l != nil {
+			_ = l.ForEachBucket(func(start []byte) error {
+				gens := l.Bucket(start)
+				return gens.ForEachBucket(func(g []byte) error {
+					return gens.Bucket(g).ForEach(func(k, v []byte) error {
+						if len(v) > 0 {
+							ids[string(k)] = true
+						}
+						return nil
+					})
+				})
+			})
 		}
 		return nil
 	})
@@ -115,9 +170,10 @@ func ixKeys(t *testing.T, s *Index, job string) (claims, heads, expiry, lists in
 }
 
 func TestIndexSweep(t *testing.T) {
-	for _, batch := range []int{10_000, 3} {
-		t.Run(fmt.Sprintf("batch%d", batch), func(t *testing.T) {
-			ixSmallBatches(t, batch, 1000)
+	for _, tc := range []struct{ batch, fanIn int }{{10_000, 8}, {3, 8}, {3, 2}} {
+		t.Run(fmt.Sprintf("batch%d-fanin%d", tc.batch, tc.fanIn), func(t *testing.T) {
+			ixSmallBatches(t, tc.batch, 1000)
+			ixMerges(t, tc.fanIn, 3)
 			s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
 			now := sweepP1.Add(2 * time.Hour)
 			ids0 := []string{"a", "b", "c", "d", "e", "f", "g", "moved"}
@@ -172,29 +228,29 @@ func (c *ixCutCtx) Err() error {
 	return nil
 }
 
-func TestIndexSweepInterrupted(t *testing.T) {
+// TestIndexSweepRuns: the sweep drops each expired
+// list with its runs whole, one transaction each; cut short, the next
+// sweep drops the rest.
+func TestIndexSweepRuns(t *testing.T) {
 	ixSmallBatches(t, 2, 1000)
 	s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
-	ids := []string{"a", "b", "c", "d", "e", "f", "g"}
-	ixCommit(t, s, sweepJob, sweepP0, sweepE0, sweepP1, true, ids...)
-	// Two sweep transactions (4 ids), then the context ends.
+	ixCommit(t, s, sweepJob, sweepP0, sweepE0, sweepP1, true, "a", "b", "c")
+	ixCommit(t, s, sweepJob, sweepP1, sweepE1, sweepP1, true, "d", "e", "f")
 	c := &ixCutCtx{Context: t.Context()}
-	c.n.Store(2)
-	if _, err := s.NewClaimWriter(c, sweepJob, hourOf(sweepP1), sweepE1, sweepE0); err == nil {
+	c.n.Store(1)
+	if _, err := s.NewClaimWriter(c, sweepJob, hourOf(sweepE1), sweepE1.Add(time.Hour), sweepE1); err == nil {
 		t.Fatal("NewClaimWriter with a context that ends succeeded")
 	}
-	// Half swept: PeriodIDs ignores the list, not a partial one or an error.
 	if got := ixList(t, s, sweepJob, sweepP0); len(got) != 0 {
-		t.Errorf("a list being swept yields %q, want nothing", got)
+		t.Errorf("list of p0 after one sweep transaction = %q, want it gone", got)
 	}
-	if got := ixClaimPeriods(t, s, sweepJob, ids...); len(got) != 3 {
-		t.Errorf("%d claims left after 2 sweep transactions of 2, want 3", len(got))
+	if got := ixList(t, s, sweepJob, sweepP1); len(got) != 3 {
+		t.Errorf("list of p1 after one sweep transaction = %q, want it whole", got)
 	}
-	// The next writer finishes the sweep.
-	ixCommit(t, s, sweepJob, sweepP1, sweepE1, sweepE0, false)
-	if got := ixClaimPeriods(t, s, sweepJob, ids...); len(got) != 0 {
-		t.Errorf("claims left after the sweep finished: %v", got)
+	if got := ixClaimPeriods(t, s, sweepJob, "a", "b", "c", "d", "e", "f"); len(got) != 3 {
+		t.Errorf("claims after one sweep transaction = %v, want p1's 3", got)
 	}
+	ixCommit(t, s, sweepJob, sweepE1, sweepE1.Add(time.Hour), sweepE1, false)
 	if claims, heads, expiry, lists := ixKeys(t, s, sweepJob); claims != 0 || heads != 1 || expiry != 1 || lists != 1 {
 		t.Errorf("after the sweep: %d claims, %d heads, %d expiry keys, %d lists; want 0, 1, 1, 1", claims, heads, expiry, lists)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -33,6 +34,9 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 	if err := ix.sweep(ctx, job, sweepAt); err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
 	}
+	if err := ix.merge(ctx, job); err != nil {
+		return nil, fmt.Errorf("new claim writer of job %q: %w", job, err)
+	}
 	w := &claimWriter{
 		ix: ix, ctx: ctx, job: job, period: period.UTC(),
 		start:   sortable(period.UnixMilli()),
@@ -40,6 +44,11 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 		expires: expires.Unix(),
 	}
 	err := ix.db.Update(func(tx *bolt.Tx) error {
+		if ix.mark != nil {
+			if err := ix.mark(tx); err != nil {
+				return err
+			}
+		}
 		heads, _, lists, err := jobPeriods(tx, job, true)
 		if err != nil {
 			return err
@@ -73,8 +82,30 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 		if err != nil {
 			return err
 		}
-		_, err = gens.CreateBucket(genKey(w.gen))
-		return err
+		// Generations are never reused within the job (a period swept
+		// then written again included): entries of merged runs name them
+		// (see validity).
+		jb := tx.Bucket(bucketPeriods).Bucket([]byte(job))
+		if v := jb.Get(keyLastGen); len(v) == 8 {
+			w.gen = max(w.gen, binary.BigEndian.Uint64(v)+1)
+		}
+		if err := jb.Put(keyLastGen, genKey(w.gen)); err != nil {
+			return err
+		}
+		w.older = append(slices.Clone(w.failed), w.old.gen)
+		if !w.hadOld {
+			w.older = w.older[:len(w.failed)]
+		}
+		slices.Sort(w.older)
+		slices.Reverse(w.older)
+		if _, err := gens.CreateBucket(genKey(w.gen)); err != nil {
+			return err
+		}
+		writers, err := jobBucket(tx, job, bucketWriters, true)
+		if err != nil {
+			return err
+		}
+		return writers.Put(runKey(w.start, w.gen), nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("new claim writer of job %q period %s in %s: %w", job, formatTime(period), ix.path, err)
@@ -103,12 +134,15 @@ type claimWriter struct {
 	// failed are the generations of writers that started before this one
 	// and never committed, when it started.
 	failed []uint64
-	count  uint64
-	last   string
-	adds   []pendingAdd
-	rels   []string
-	err    error // sticky: the first failure
-	done   bool
+	// older are the period's generations when it started, newest first:
+	// where the claims of ids added without write are carried from.
+	older []uint64
+	count uint64
+	last  string
+	adds  []pendingAdd
+	rels  []string
+	err   error // sticky: the first failure
+	done  bool
 	// writing receives the outcome of the batch being written, nil when
 	// none is.
 	writing chan error
@@ -202,64 +236,59 @@ func (w *claimWriter) wait() error {
 	return w.err
 }
 
-// write writes adds and releases in one transaction.
-func (w *claimWriter) write(adds []pendingAdd, rels []string) error {
+// write writes adds in one transaction: each id goes into the writer's
+// run (its generation bucket) with its claim value, written or carried
+// over (see carried), or with none. A release writes nothing: the claim
+// released is in an older generation of the period, which goes at
+// Commit, and in merged runs as an entry of that generation, which the
+// Commit invalidates (see validity).
+func (w *claimWriter) write(adds []pendingAdd, _ []string) error {
 	return w.ix.db.Update(func(tx *bolt.Tx) error {
 		_, _, lists, _ := jobPeriods(tx, w.job, false)
-		list := nested(nested(lists, w.start), genKey(w.gen))
-		if list == nil {
+		gens := nested(lists, w.start)
+		run := nested(gens, genKey(w.gen))
+		if run == nil {
 			return fmt.Errorf("generation %d of the list was deleted by another writer", w.gen)
 		}
-		// Ids come in ascending order: pack the list's pages full.
-		list.FillPercent = 1
-		root, err := tx.CreateBucketIfNotExists(bucketClaims)
-		if err != nil {
-			return err
-		}
-		claims, err := root.CreateBucketIfNotExists([]byte(w.job))
-		if err != nil {
-			return err
+		// Ids come in ascending order: pack the run's pages full.
+		run.FillPercent = 1
+		older := make([]*bolt.Bucket, 0, len(w.older))
+		for _, g := range w.older {
+			if b := gens.Bucket(genKey(g)); b != nil {
+				older = append(older, b)
+			}
 		}
 		// bbolt keeps keys and values until the transaction ends: no
 		// buffer is reused.
 		for _, a := range adds {
 			kb := []byte(a.id)
-			if err := list.Put(kb, nil); err != nil {
-				return fmt.Errorf("list id %q: %w", clip(a.id), err)
+			var v []byte
+			if a.write {
+				c := w.claim
+				c.fp = a.fp
+				v = c.encode()
+			} else {
+				v = carried(older, kb)
 			}
-			if !a.write {
-				continue
-			}
-			c := w.claim
-			c.fp = a.fp
-			if err := claims.Put(kb, c.encode()); err != nil {
+			if err := run.Put(kb, v); err != nil {
 				return fmt.Errorf("claim of %q: %w", clip(a.id), err)
-			}
-		}
-		for _, id := range rels {
-			if err := deleteClaimOf(claims, id, w.claim.period); err != nil {
-				return err
 			}
 		}
 		return nil
 	})
 }
 
-// deleteClaimOf deletes id's claim when it points to the period starting
-// at periodMS.
-func deleteClaimOf(claims *bolt.Bucket, id string, periodMS int64) error {
-	v := claims.Get([]byte(id))
-	if v == nil {
-		return nil
+// carried returns the claim value that an id added without write keeps:
+// the period's own, from the newest older generation of the period that
+// wrote one; nil when the period has none (the id's claim, if any, is
+// another period's). It is copied: those runs go at Commit.
+func carried(older []*bolt.Bucket, id []byte) []byte {
+	for _, b := range older {
+		if v := b.Get(id); len(v) > 0 {
+			return append([]byte(nil), v...)
+		}
 	}
-	c, err := decodeClaim(v)
-	if err != nil {
-		return fmt.Errorf("claim of %q: %w", clip(id), err)
-	}
-	if c.period != periodMS {
-		return nil
-	}
-	return claims.Delete([]byte(id))
+	return nil
 }
 
 // Commit implements collect.ClaimWriter: after the last batch, one
@@ -303,6 +332,20 @@ func (w *claimWriter) Commit() error {
 			return err
 		}
 		if err := expiry.Put(append(sortable(w.expires), w.start...), nil); err != nil {
+			return err
+		}
+		filters, err := jobBucket(tx, w.job, bucketFilters, true)
+		if err != nil {
+			return err
+		}
+		if err := filters.Put(runKey(w.start, w.gen), buildFilter(gens.Bucket(genKey(w.gen)))); err != nil {
+			return err
+		}
+		if err := deleteRunKeys(filters, w.start, w.gen); err != nil {
+			return err
+		}
+		writers, _ := jobBucket(tx, w.job, bucketWriters, false)
+		if err := deleteRunKeys(writers, w.start, w.gen+1); err != nil {
 			return err
 		}
 		return deleteGensBefore(gens, w.gen)
@@ -357,108 +400,14 @@ func (w *claimWriter) Abort() {
 		gens := nested(lists, w.start)
 		if b := nested(gens, genKey(w.gen)); b != nil {
 			if k, _ := b.Cursor().First(); k == nil {
+				if writers, _ := jobBucket(tx, w.job, bucketWriters, false); writers != nil {
+					if err := writers.Delete(runKey(w.start, w.gen)); err != nil {
+						return err
+					}
+				}
 				return gens.DeleteBucket(genKey(w.gen))
 			}
 		}
 		return nil
 	})
-}
-
-// sweep deletes the job's lists whose expiry is at or before now, and the
-// claims of their ids that still point to their periods, indexBatch ids per
-// transaction. The first transaction on a list marks its head as being
-// swept (PeriodIDs then ignores it), so that a sweep cut short (a crash, ctx
-// ending) is finished by the next one.
-func (ix *Index) sweep(ctx context.Context, job string, now time.Time) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("sweep expired lists: %w", err)
-		}
-		found := false
-		err := ix.db.Update(func(tx *bolt.Tx) error {
-			heads, expiry, lists, _ := jobPeriods(tx, job, false)
-			if expiry == nil {
-				return nil
-			}
-			k, _ := expiry.Cursor().First()
-			if k == nil || len(k) != 16 || unsortable(k[:8]) > now.Unix() {
-				return nil
-			}
-			found = true
-			return sweepBatch(tx, job, heads, expiry, lists, append([]byte(nil), k...))
-		})
-		if err != nil {
-			return fmt.Errorf("sweep expired lists in %s: %w", ix.path, err)
-		}
-		if !found {
-			return nil
-		}
-	}
-}
-
-// sweepBatch sweeps up to indexBatch ids of the list whose expiry key is
-// ek (of its committed generation and of the writers of its period that
-// never committed), and the whole list when none are left.
-func sweepBatch(tx *bolt.Tx, job string, heads, expiry, lists *bolt.Bucket, ek []byte) error {
-	start := ek[8:]
-	v := heads.Get(start)
-	var h headValue
-	if v != nil {
-		var err error
-		if h, err = decodeHead(v); err != nil {
-			return err
-		}
-		if h.flags&flagSweeping == 0 {
-			h.flags |= flagSweeping
-			if err := heads.Put(start, h.encode()); err != nil {
-				return err
-			}
-		}
-	}
-	gens := nested(lists, start)
-	if gens != nil {
-		// Every generation: the committed list's and those of writers
-		// that never committed (their claims point to this period too).
-		var names [][]byte
-		if err := gens.ForEachBucket(func(k []byte) error {
-			names = append(names, append([]byte(nil), k...))
-			return nil
-		}); err != nil {
-			return err
-		}
-		claims := nested(tx.Bucket(bucketClaims), []byte(job))
-		budget := indexBatch
-		for _, name := range names {
-			list := gens.Bucket(name)
-			var ids [][]byte
-			c := list.Cursor()
-			for k, _ := c.First(); k != nil && len(ids) < budget; k, _ = c.Next() {
-				ids = append(ids, append([]byte(nil), k...))
-			}
-			for _, id := range ids {
-				if claims != nil {
-					if err := deleteClaimOf(claims, string(id), unsortable(start)); err != nil {
-						return err
-					}
-				}
-				if err := list.Delete(id); err != nil {
-					return err
-				}
-			}
-			if budget -= len(ids); budget == 0 {
-				return nil // more next time
-			}
-		}
-	}
-	if gens != nil {
-		if err := lists.DeleteBucket(start); err != nil {
-			return err
-		}
-	}
-	if v != nil {
-		if err := heads.Delete(start); err != nil {
-			return err
-		}
-	}
-	return expiry.Delete(ek)
 }
