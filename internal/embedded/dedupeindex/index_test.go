@@ -51,6 +51,21 @@ func TestIndexConformanceMerged(t *testing.T) {
 	})
 }
 
+// The suite again with merged runs sealed at a few entries: runs of
+// merged runs stay as they are, Lookup reads them all.
+func TestIndexConformanceSealed(t *testing.T) {
+	ixMerges(t, 2, 3)
+	ixSmallBatches(t, 7, 3)
+	old := maxMergedEntries
+	maxMergedEntries = 4
+	t.Cleanup(func() { maxMergedEntries = old })
+	indextest.Run(t, func(t *testing.T) collect.Index {
+		s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
+		s.db.NoSync = true
+		return s
+	})
+}
+
 func ixMerges(t *testing.T, fanIn, block int) {
 	oldF, oldB := mergeFanIn, blockEntries
 	mergeFanIn, blockEntries = fanIn, block

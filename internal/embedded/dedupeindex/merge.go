@@ -29,6 +29,14 @@ import (
 // mergeFanIn is how many runs of a level are merged into one of the next.
 var mergeFanIn = 8
 
+// maxMergedEntries bounds the merged runs made of merged runs (level 2
+// and up): a merge's filter is built in memory (10 bits per entry: 40 MiB
+// at this bound), so runs whose merge would hold more entries stay as
+// they are (sealed) until they are swept. Level-0 runs (periods) are
+// always merged, mergeFanIn at a time, so a look-up never reads more
+// than mergeFanIn-1 runs of periods.
+var maxMergedEntries uint64 = 1 << 25
+
 var (
 	bucketMerged     = []byte("merged")
 	bucketMergedMeta = []byte("mergedmeta")
@@ -188,10 +196,21 @@ func (ix *Index) merge(ctx context.Context, job string) error {
 				}
 			}
 			for l := 0; l < 256; l++ {
-				if rs := byLevel[byte(l)]; len(rs) >= mergeFanIn {
-					inputs, level = rs[:mergeFanIn], byte(l+1)
-					return nil
+				rs := byLevel[byte(l)]
+				if len(rs) < mergeFanIn {
+					continue
 				}
+				if l > 0 {
+					n, err := runsCount(tx, job, rs[:mergeFanIn])
+					if err != nil {
+						return err
+					}
+					if n > maxMergedEntries {
+						continue // sealed: see maxMergedEntries
+					}
+				}
+				inputs, level = rs[:mergeFanIn], byte(l+1)
+				return nil
 			}
 			return nil
 		})
@@ -251,26 +270,8 @@ func (ix *Index) mergeRuns(ctx context.Context, job string, inputs []runRef, lev
 		if _, err := merged.CreateBucket(seq); err != nil {
 			return err
 		}
-		heads, _, _, _ := jobPeriods(tx, job, false)
-		metas, _ := jobBucket(tx, job, bucketMergedMeta, false)
-		for _, in := range inputs {
-			if in.key != nil {
-				if v := heads.Get(in.key[:8]); v != nil {
-					h, err := decodeHead(v)
-					if err != nil {
-						return err
-					}
-					total += h.count
-				}
-				continue
-			}
-			m, err := decodeRunMeta(metas.Get(in.seq))
-			if err != nil {
-				return err
-			}
-			total += m.count
-		}
-		return nil
+		total, err = runsCount(tx, job, inputs)
+		return err
 	})
 	if err != nil {
 		return err
@@ -382,6 +383,32 @@ func (ix *Index) mergeRuns(ctx context.Context, job string, inputs []runRef, lev
 		return fmt.Errorf("merge into run %x (level %d): %w", seq, level, err)
 	}
 	return nil
+}
+
+// runsCount returns how many entries runs hold: a level-0 run's head
+// count, a merged run's meta count.
+func runsCount(tx *bolt.Tx, job string, runs []runRef) (uint64, error) {
+	heads, _, _, _ := jobPeriods(tx, job, false)
+	metas, _ := jobBucket(tx, job, bucketMergedMeta, false)
+	var total uint64
+	for _, in := range runs {
+		if in.key != nil {
+			if v := heads.Get(in.key[:8]); v != nil {
+				h, err := decodeHead(v)
+				if err != nil {
+					return 0, err
+				}
+				total += h.count
+			}
+			continue
+		}
+		m, err := decodeRunMeta(metas.Get(in.seq))
+		if err != nil {
+			return 0, err
+		}
+		total += m.count
+	}
+	return total, nil
 }
 
 // lookupMerged returns the claim of id in job's merged runs: among the

@@ -81,3 +81,46 @@ func ixMergedBuckets(t *testing.T, s *Index) (merged, runs int) {
 	}
 	return merged, runs
 }
+
+// TestMergeSealed: merged runs whose merge would exceed maxMergedEntries
+// stay as they are; level-0 runs are still merged; every claim is found.
+func TestMergeSealed(t *testing.T) {
+	ixMerges(t, 2, 2)
+	old := maxMergedEntries
+	maxMergedEntries = 10
+	t.Cleanup(func() { maxMergedEntries = old })
+	s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
+	want := map[string]time.Time{}
+	var all []string
+	for p := range 9 {
+		start := sweepP0.Add(time.Duration(p) * time.Hour)
+		var ids []string
+		for i := range 3 {
+			id := fmt.Sprintf("p%d-%d", p, i)
+			ids = append(ids, id)
+			want[id] = start
+		}
+		all = append(all, ids...)
+		ixCommit(t, s, sweepJob, start, sweepE0, sweepP0, true, ids...)
+	}
+	levels := map[byte]int{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		rs, err := jobMerged(tx, sweepJob)
+		for _, r := range rs {
+			levels[r.meta.level]++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pairs of periods (6 entries) make level-1 runs; two of them (12)
+	// would exceed 10: no level 2.
+	if levels[1] < 2 || levels[2] != 0 {
+		t.Fatalf("merged runs by level %v: want level-1 runs sealed, none of level 2", levels)
+	}
+	got := ixClaimPeriods(t, s, sweepJob, all...)
+	if !maps.EqualFunc(got, want, time.Time.Equal) {
+		t.Fatalf("claims %v, want %v", got, want)
+	}
+}
