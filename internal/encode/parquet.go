@@ -107,6 +107,26 @@ type lineItemRecord struct {
 	RecordedAt    time.Time `parquet:"recorded_at,timestamp(millisecond)"`
 	PartitionKey  string    `parquet:"partition_key,dict"`
 	SortKey       string    `parquet:"sort_key"`
+
+	// customer and product hold what CustomerID and ProductID point to
+	// in a LineItemWriter's batch (see pointOptional): not columns
+	// (unexported), and no allocation per row.
+	customer, product string
+}
+
+// pointOptional points r's optional text columns at r's own copies of
+// customer and product (NULL for ""), so that a batch of records needs no
+// allocation per row. r must not be copied afterwards: the copy would
+// point into r.
+func (r *lineItemRecord) pointOptional(customer, product string) {
+	r.customer, r.product = customer, product
+	r.CustomerID, r.ProductID = nil, nil
+	if customer != "" {
+		r.CustomerID = &r.customer
+	}
+	if product != "" {
+		r.ProductID = &r.product
+	}
 }
 
 // decimals converts the amounts of one row and keeps the first error,
@@ -126,17 +146,6 @@ func (d *decimals) d38(column string, t money.Total) [16]byte {
 		d.err = fmt.Errorf("%s: %s: %w", d.what(), column, err)
 	}
 	return b
-}
-
-func (d *decimals) d18(column string, minor int64) int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, err := d.cur.Scale4(minor)
-	if err != nil {
-		d.err = fmt.Errorf("%s: %s: %w", d.what(), column, err)
-	}
-	return v
 }
 
 func toSummaryRecord(r *report.SummaryRow) (summaryRecord, error) {
@@ -159,25 +168,35 @@ func toSummaryRecord(r *report.SummaryRow) (summaryRecord, error) {
 }
 
 func toLineItemRecord(li *report.LineItem) (lineItemRecord, error) {
+	var rec lineItemRecord
+	err := fillLineItemRecord(&rec, li)
+	rec.CustomerID, rec.ProductID = optionalText(li.Tx.CustomerID), optionalText(li.Tx.ProductID)
+	return rec, err
+}
+
+// fillLineItemRecord sets r, in place (see pointOptional), to the row of
+// li.
+func fillLineItemRecord(r *lineItemRecord, li *report.LineItem) error {
 	tx := &li.Tx
-	d := decimals{cur: tx.Currency, what: func() string {
-		return fmt.Sprintf("transaction %q agency %q currency %s", tx.ID, tx.AgencyID, tx.Currency.Code)
-	}}
-	rec := lineItemRecord{
-		TransactionID: tx.ID,
-		AgencyID:      tx.AgencyID,
-		CustomerID:    optionalText(tx.CustomerID),
-		ProductID:     optionalText(tx.ProductID),
-		Kind:          string(tx.Kind),
-		Currency:      tx.Currency.Code,
-		Amount:        d.d18("amount", tx.Amount),
-		Commission:    d.d18("commission_amount", li.Commission),
-		BPS:           li.BPS,
-		RecordedAt:    tx.RecordedAt.UTC(),
-		PartitionKey:  tx.PK,
-		SortKey:       tx.SK,
+	var err error
+	r.TransactionID = tx.ID
+	r.AgencyID = tx.AgencyID
+	r.pointOptional(tx.CustomerID, tx.ProductID)
+	r.Kind = string(tx.Kind)
+	r.Currency = tx.Currency.Code
+	if r.Amount, err = tx.Currency.Scale4(tx.Amount); err == nil {
+		r.Commission, err = tx.Currency.Scale4(li.Commission)
+		if err != nil {
+			err = fmt.Errorf("transaction %q agency %q currency %s: commission_amount: %w", tx.ID, tx.AgencyID, tx.Currency.Code, err)
+		}
+	} else {
+		err = fmt.Errorf("transaction %q agency %q currency %s: amount: %w", tx.ID, tx.AgencyID, tx.Currency.Code, err)
 	}
-	return rec, d.err
+	r.BPS = li.BPS
+	r.RecordedAt = tx.RecordedAt.UTC()
+	r.PartitionKey = tx.PK
+	r.SortKey = tx.SK
+	return err
 }
 
 // optionalText is the value of an optional text column: nil (NULL) for
@@ -288,12 +307,13 @@ func (lw *LineItemWriter) Write(li *report.LineItem) error {
 		lw.err = fmt.Errorf("write line items: %w", err)
 		return lw.err
 	}
-	rec, err := toLineItemRecord(li)
-	if err != nil {
+	lw.batch = append(lw.batch, lineItemRecord{})
+	r := &lw.batch[len(lw.batch)-1]
+	if err := fillLineItemRecord(r, li); err != nil {
+		lw.batch = lw.batch[:len(lw.batch)-1]
 		lw.err = fmt.Errorf("write line items: %w", err)
 		return lw.err
 	}
-	lw.batch = append(lw.batch, rec)
 	lw.rows++
 	if len(lw.batch) == cap(lw.batch) {
 		return lw.flushBatch()
