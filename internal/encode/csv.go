@@ -223,6 +223,9 @@ func appendCSVField(b []byte, prefix, s string) []byte {
 	return append(b, '"')
 }
 
+// csvSpecial marks the bytes that make encoding/csv quote a cell.
+var csvSpecial = [256]bool{'\n': true, '\r': true, '"': true, ',': true}
+
 func csvNeedsQuotes(prefix, s string) bool {
 	if prefix == "" && s == "" {
 		return false
@@ -231,8 +234,7 @@ func csvNeedsQuotes(prefix, s string) bool {
 		return true
 	}
 	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\n', '\r', '"', ',':
+		if csvSpecial[s[i]] {
 			return true
 		}
 	}
