@@ -3,6 +3,7 @@ package encode
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"syscall"
 	"testing"
@@ -158,7 +159,7 @@ func writeLayout(t *testing.T, w *countingWriter, recs []lineItemRecord, l layou
 	}
 }
 
-func writeBatches[T any](w *countingWriter, recs []lineItemRecord, opts []parquet.WriterOption, conv func(lineItemRecord) T) error {
+func writeBatches[T any](w io.Writer, recs []lineItemRecord, opts []parquet.WriterOption, conv func(lineItemRecord) T) error {
 	pw := parquet.NewGenericWriter[T](w, opts...)
 	batch := make([]T, 0, lineItemBatch)
 	for i := range recs {
@@ -211,5 +212,38 @@ func TestLineItemDictionaryColumns(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestReadLineItemsOtherLayout: a transactions file delivered with
+// another layout (the default zstd level, other dictionary columns, as
+// before the layout was chosen) reads back the same rows: the readers
+// check the schema, not the encodings.
+func TestReadLineItemsOtherLayout(t *testing.T) {
+	rows := genLineItems(3000)
+	recs := make([]lineItemRecord, len(rows))
+	for i := range rows {
+		if err := fillLineItemRecord(&recs[i], &rows[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b bytes.Buffer
+	err := writeBatches(&b, recs, parquetOptions(parquet.MaxRowsPerRowGroup(1000)),
+		func(r lineItemRecord) lineItemRecordNoDict { return lineItemRecordNoDict(r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadLineItemsParquet(bytes.NewReader(b.Bytes()), int64(b.Len()), LineFilter{Agency: rows[2999].Tx.AgencyID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for i := range rows {
+		if rows[i].Tx.AgencyID == rows[2999].Tx.AgencyID {
+			want++
+		}
+	}
+	if len(got) != want || got[len(got)-1].Tx.ID != rows[2999].Tx.ID || got[len(got)-1].Commission != rows[2999].Commission {
+		t.Fatalf("read %d rows (last %+v), want %d ending with %+v", len(got), got[len(got)-1], want, rows[2999])
 	}
 }
