@@ -19,7 +19,7 @@ func TestLineItemWriterAsyncSameBytes(t *testing.T) {
 	var got bytes.Buffer
 	lw := NewLineItemWriter(&got)
 	var want bytes.Buffer
-	pw := parquet.NewGenericWriter[lineItemRecord](&want, parquetOptions(parquet.MaxRowsPerRowGroup(lineItemRowGroupRows))...)
+	pw := parquet.NewGenericWriter[lineItemRecord](&want, lineItemOptions(parquet.DefaultPageBufferSize)...)
 	batch := make([]lineItemRecord, 0, lineItemBatch)
 	for i := range n {
 		li := genLineItem(i, n)

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/reportjob/reportjob/internal/report"
 )
@@ -90,20 +93,34 @@ func flushCSV(cw *csv.Writer, what string) error {
 
 // LineItemCSVWriter streams a transactions CSV. Rows must arrive in file
 // order (the caller's; not checked here). Errors are sticky.
+//
+// The bytes are those of encoding/csv with UseCRLF (the summary files'
+// writer; TestLineItemCSVSameAsEncodingCSV checks it), but each row is
+// appended to one reused buffer, numbers, amounts and times included
+// (strconv.AppendInt, appendMinor, time.AppendFormat): no allocation per
+// field, and no buffer of its own between the row and w, which the
+// caller buffers (a temp file's bufio.Writer).
 type LineItemCSVWriter struct {
-	cw   *csv.Writer
-	rec  []string
+	w    io.Writer
+	buf  []byte
 	rows int64
 	err  error
 }
 
+// lineCSVFlush is how many bytes of rows LineItemCSVWriter gathers before
+// it writes them to w.
+const lineCSVFlush = 16 << 10
+
 // NewLineItemCSVWriter writes the header to w and returns the writer.
 func NewLineItemCSVWriter(w io.Writer) *LineItemCSVWriter {
-	cw, err := newCSV(w, lineItemCSVHeader)
-	lw := &LineItemCSVWriter{cw: cw}
-	if err != nil {
-		lw.err = fmt.Errorf("write line items csv: header: %w", err)
+	lw := &LineItemCSVWriter{w: w, buf: make([]byte, 0, lineCSVFlush+1024)}
+	for i, h := range lineItemCSVHeader {
+		if i > 0 {
+			lw.buf = append(lw.buf, ',')
+		}
+		lw.buf = appendCSVField(lw.buf, "", h)
 	}
+	lw.buf = append(lw.buf, '\r', '\n')
 	return lw
 }
 
@@ -114,30 +131,151 @@ func (lw *LineItemCSVWriter) Write(li *report.LineItem) error {
 	}
 	tx := &li.Tx
 	c := tx.Currency
-	lw.rec = append(lw.rec[:0],
-		csvText(tx.ID), csvText(tx.AgencyID), csvText(tx.CustomerID), csvText(tx.ProductID), string(tx.Kind), csvText(c.Code),
-		c.Format(tx.Amount), c.Format(li.Commission), strconv.FormatInt(int64(li.BPS), 10),
-		csvTime(tx.RecordedAt), csvText(tx.PK), csvText(tx.SK),
-	)
-	if err := lw.cw.Write(lw.rec); err != nil {
-		lw.err = fmt.Errorf("write line items csv: transaction %q: %w", tx.ID, err)
-		return lw.err
-	}
+	b := lw.buf
+	b = appendCSVText(b, tx.ID)
+	b = appendCSVText(append(b, ','), tx.AgencyID)
+	b = appendCSVText(append(b, ','), tx.CustomerID)
+	b = appendCSVText(append(b, ','), tx.ProductID)
+	b = appendCSVField(append(b, ','), "", string(tx.Kind))
+	b = appendCSVText(append(b, ','), c.Code)
+	b = appendMinor(append(b, ','), c.Digits, tx.Amount)
+	b = appendMinor(append(b, ','), c.Digits, li.Commission)
+	b = strconv.AppendInt(append(b, ','), int64(li.BPS), 10)
+	b = tx.RecordedAt.UTC().AppendFormat(append(b, ','), time.RFC3339Nano)
+	b = appendCSVText(append(b, ','), tx.PK)
+	b = appendCSVText(append(b, ','), tx.SK)
+	lw.buf = append(b, '\r', '\n')
 	lw.rows++
+	if len(lw.buf) >= lineCSVFlush {
+		return lw.flush(tx.ID)
+	}
 	return nil
 }
 
-// Close flushes what is buffered; it does not close the underlying writer.
+// flush writes the gathered rows to w; id names the last row in an error.
+func (lw *LineItemCSVWriter) flush(id string) error {
+	if len(lw.buf) == 0 {
+		return nil
+	}
+	if _, err := lw.w.Write(lw.buf); err != nil {
+		lw.err = fmt.Errorf("write line items csv: transaction %q: %w", id, err)
+		return lw.err
+	}
+	lw.buf = lw.buf[:0]
+	return nil
+}
+
+// Close writes what is gathered; it does not close the underlying writer.
 func (lw *LineItemCSVWriter) Close() error {
 	if lw.err != nil {
 		return lw.err
 	}
-	lw.err = flushCSV(lw.cw, "line items")
-	return lw.err
+	if _, err := lw.w.Write(lw.buf); err != nil {
+		lw.err = fmt.Errorf("write line items csv: %w", err)
+		return lw.err
+	}
+	lw.buf = lw.buf[:0]
+	return nil
 }
 
 // Rows returns how many line items were written.
 func (lw *LineItemCSVWriter) Rows() int64 { return lw.rows }
+
+// appendCSVText appends the text cell s as csvText neutralises it and
+// encoding/csv quotes it.
+func appendCSVText(b []byte, s string) []byte {
+	if s != "" {
+		switch s[0] {
+		case '=', '+', '-', '@', '\t', '\r':
+			return appendCSVField(b, "'", s)
+		}
+	}
+	return appendCSVField(b, "", s)
+}
+
+// appendCSVField appends the cell prefix+s (prefix is "" or "'") quoted
+// as encoding/csv's Writer with UseCRLF quotes it: when the cell is \.,
+// holds a comma, quote, CR or LF, or starts with a space (unicode.IsSpace);
+// inside quotes a quote is doubled, LF becomes CRLF and a lone CR is
+// dropped.
+func appendCSVField(b []byte, prefix, s string) []byte {
+	if !csvNeedsQuotes(prefix, s) {
+		return append(append(b, prefix...), s...)
+	}
+	b = append(append(b, '"'), prefix...)
+	for len(s) > 0 {
+		i := strings.IndexAny(s, "\"\r\n")
+		if i < 0 {
+			i = len(s)
+		}
+		b = append(b, s[:i]...)
+		s = s[i:]
+		if len(s) > 0 {
+			switch s[0] {
+			case '"':
+				b = append(b, '"', '"')
+			case '\n':
+				b = append(b, '\r', '\n')
+			}
+			s = s[1:]
+		}
+	}
+	return append(b, '"')
+}
+
+// csvSpecial marks the bytes that make encoding/csv quote a cell.
+var csvSpecial = [256]bool{'\n': true, '\r': true, '"': true, ',': true}
+
+func csvNeedsQuotes(prefix, s string) bool {
+	if prefix == "" && s == "" {
+		return false
+	}
+	if prefix == "" && s == `\.` {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if csvSpecial[s[i]] {
+			return true
+		}
+	}
+	if prefix != "" {
+		return false // starts with ', not a space
+	}
+	if s[0] < utf8.RuneSelf {
+		switch s[0] {
+		case '\t', '\v', '\f', ' ':
+			return true
+		}
+		return false
+	}
+	r1, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsSpace(r1)
+}
+
+// appendMinor appends minor units of a currency with digits decimals as
+// money.Currency.Format writes them ("19.99", "1500", "1.500", "-5.00",
+// "0.05"), without allocating.
+func appendMinor(b []byte, digits int, minor int64) []byte {
+	u := uint64(minor)
+	if minor < 0 {
+		b = append(b, '-')
+		u = -u
+	}
+	var tmp [20]byte
+	d := strconv.AppendUint(tmp[:0], u, 10)
+	if digits <= 0 {
+		return append(b, d...)
+	}
+	if len(d) <= digits {
+		b = append(b, '0', '.')
+		for range digits - len(d) {
+			b = append(b, '0')
+		}
+		return append(b, d...)
+	}
+	cut := len(d) - digits
+	return append(append(append(b, d[:cut]...), '.'), d[cut:]...)
+}
 
 // csvTime formats t as RFC 3339 in UTC, with fractional seconds only when
 // t has them ("2024-05-01T00:00:00Z", "2024-05-01T00:00:00.25Z").

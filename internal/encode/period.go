@@ -190,7 +190,7 @@ func (w *Writer) openLines() error {
 	if err != nil {
 		return w.fail(err)
 	}
-	w.linesFile, w.lines = t, NewLineItemWriter(t)
+	w.linesFile, w.lines = t, newLineItemWriter(t, lineItemDatasetPage)
 	return nil
 }
 
