@@ -30,8 +30,9 @@ func Legacy(tx *bolt.Tx) bool { return tx.Bucket(bucketClaims) != nil }
 // A by-id claim that no list of its period lists is dropped: the by-id
 // layout wrote the id into the list with the claim, in one transaction.
 // Every step can be done again: a migration cut short (a crash) is done
-// again by the next Open, until the last transaction deletes the by-id
-// buckets and calls finish.
+// again by the next Open, from the start (its first transaction deletes
+// the filters and writers keys a cut migration wrote: see resetRuns),
+// until the last transaction deletes the by-id buckets and calls finish.
 func Migrate(ctx context.Context, db *bolt.DB, path string, finish func(tx *bolt.Tx) error) error {
 	var jobs [][]byte
 	err := db.View(func(tx *bolt.Tx) error {
@@ -44,6 +45,9 @@ func Migrate(ctx context.Context, db *bolt.DB, path string, finish func(tx *bolt
 		return nil
 	})
 	if err != nil {
+		return fmt.Errorf("migrate the dedupe index of %s: %w", path, err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error { return resetRuns(tx, jobs) }); err != nil {
 		return fmt.Errorf("migrate the dedupe index of %s: %w", path, err)
 	}
 	lastGens := map[string]uint64{}
@@ -73,6 +77,27 @@ func Migrate(ctx context.Context, db *bolt.DB, path string, finish func(tx *bolt
 	})
 	if err != nil {
 		return fmt.Errorf("migrate the dedupe index of %s: %w", path, err)
+	}
+	return nil
+}
+
+// resetRuns deletes the filters and writers keys of jobs: in a store of
+// the by-id layout only a migration cut short wrote them, and the binary
+// from before, which still opens such a store (its marker is set by the
+// migration's last transaction), may have replaced or swept the
+// generations they name since. A filter left naming a deleted generation
+// would make every merge fail; the migration writes them all again.
+func resetRuns(tx *bolt.Tx, jobs [][]byte) error {
+	for _, job := range jobs {
+		jb := tx.Bucket(bucketPeriods).Bucket(job)
+		for _, name := range [][]byte{bucketFilters, bucketWriters} {
+			if jb.Bucket(name) == nil {
+				continue
+			}
+			if err := jb.DeleteBucket(name); err != nil {
+				return fmt.Errorf("job %q: delete %s: %w", job, name, err)
+			}
+		}
 	}
 	return nil
 }
