@@ -17,7 +17,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
-// The layouts compared in docs-notes/lineitems.md: the same rows (a
+// The layouts compared in PERFORMANCE.md (Throughput, issue 19): the same rows (a
 // delivered transactions file, RJBENCH_LINEITEMS_FILE) written again with
 // other codecs, page and row-group sizes, statistics and dictionaries.
 //

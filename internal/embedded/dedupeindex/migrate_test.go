@@ -19,7 +19,7 @@ import (
 // migration must not keep that filter: it would name a run that is gone,
 // and the first merge (every NewClaimWriter) would fail for good ("run of
 // period ... generation 1 is missing"). Found through the binaries (see
-// docs-notes/upgrade.md): kill -9 of the new binary while it migrates,
+// the review of issue 19; RELIABILITY.md, The embedded dedupe index): kill -9 of the new binary while it migrates,
 // `run --backfill` of an old period with the old binary, then every run
 // of the new binary failed.
 func TestMigrateAfterOldBinary(t *testing.T) {
