@@ -183,10 +183,9 @@ func cpuTime() time.Duration {
 // TestLineItemDictionaryColumns: the transactions file dictionary-encodes
 // the low-cardinality columns, and only them (an id unique per row in a
 // dictionary costs its bytes twice), in the agencies' files and in the
-// period's (the Writer's, 1 MiB pages, several row groups).
+// period's (the Writer's, several row groups).
 func TestLineItemDictionaryColumns(t *testing.T) {
-	want := map[string]bool{"agency_id": true, "product_id": true, "kind": true, "currency": true,
-		"commission_bps": true, "partition_key": true}
+	want := map[string]bool{"agency_id": true, "kind": true, "currency": true, "partition_key": true}
 	var dataset bytes.Buffer
 	lw := newLineItemWriter(&dataset, lineItemDatasetPage)
 	for i, n := 0, 2*lineItemRowGroupRows+5; i < n; i++ {
@@ -215,9 +214,8 @@ func TestLineItemDictionaryColumns(t *testing.T) {
 	}
 }
 
-// TestReadLineItemsOtherLayout: a transactions file delivered with
-// another layout (the default zstd level, other dictionary columns, as
-// before the layout was chosen) reads back the same rows: the readers
+// TestReadLineItemsOtherLayout: a transactions file written with another
+// layout (other dictionary columns) reads back the same rows: the readers
 // check the schema, not the encodings.
 func TestReadLineItemsOtherLayout(t *testing.T) {
 	rows := genLineItems(3000)
