@@ -14,11 +14,19 @@ import (
 	"github.com/reportjob/reportjob/internal/report"
 )
 
-// writeLineItems writes rows with a LineItemWriter and returns the file.
+// writeLineItems writes rows with a LineItemWriter of an agency's file in
+// the latest layout and returns the file.
 func writeLineItems(t testing.TB, rows []report.LineItem) []byte {
 	t.Helper()
+	return writeLineItemsLayout(t, report.LatestParquetLayout, false, rows)
+}
+
+// writeLineItemsLayout writes rows as a transactions file of layout l, the
+// period's (dataset) or an agency's, and returns the file.
+func writeLineItemsLayout(t testing.TB, l report.ParquetLayout, dataset bool, rows []report.LineItem) []byte {
+	t.Helper()
 	var b bytes.Buffer
-	lw := NewLineItemWriter(&b)
+	lw := newLineItemWriter(&b, l, dataset)
 	for i := range rows {
 		if err := lw.Write(&rows[i]); err != nil {
 			t.Fatalf("Write row %d: %v", i, err)
@@ -135,7 +143,7 @@ func TestLineItemWriterOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lw := NewLineItemWriter(io.Discard)
+			lw := NewLineItemWriter(io.Discard, report.LatestParquetLayout)
 			var err error
 			for k, i := range tt.order {
 				if err = lw.Write(&rows[i]); err != nil && (!tt.bad || k != len(tt.order)-1) {
@@ -164,7 +172,7 @@ func TestLineItemWriterOrder(t *testing.T) {
 }
 
 func TestLineItemWriterUseAfterClose(t *testing.T) {
-	lw := NewLineItemWriter(io.Discard)
+	lw := NewLineItemWriter(io.Discard, report.LatestParquetLayout)
 	if err := lw.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +196,7 @@ func BenchmarkLineItemWriter(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		cw := &countingWriter{}
-		lw := NewLineItemWriter(cw)
+		lw := NewLineItemWriter(cw, report.LatestParquetLayout)
 		for i := range n {
 			li := genLineItem(i, n)
 			if err := lw.Write(&li); err != nil {

@@ -47,7 +47,7 @@ func nullRows(ids [][2]string) []report.LineItem {
 func nullFiles(t *testing.T, rows []report.LineItem) map[string]File {
 	t.Helper()
 	var c collector
-	w := NewWriter(t.TempDir(), testPeriod, Formats{CSV: true, Parquet: true}, c.out)
+	w := NewWriter(t.TempDir(), testPeriod, Formats{CSV: true, Parquet: true}, report.LatestParquetLayout, c.out)
 	t.Cleanup(func() { w.Close() })
 	if err := writePeriod(w, nil, nil, rows, ""); err != nil {
 		t.Fatal(err)

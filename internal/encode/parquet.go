@@ -35,19 +35,19 @@ import (
 // The codec is ZSTD: deterministic (EncodeAll, single goroutine, no CRC),
 // read by Athena, Trino, Spark, DuckDB, pandas and Arrow, and it shrinks
 // the repetitive keys and ids of line items far more than SNAPPY (a third
-// smaller than SNAPPY, a quarter of uncompressed), at its default level.
-// Dictionary columns are the low-cardinality ones: agency_id, kind,
-// currency, partition_key; the ids unique per row are PLAIN.
+// smaller than SNAPPY, a quarter of uncompressed). Dictionary columns are
+// the low-cardinality ones (agency_id, kind, currency, partition_key); the
+// ids unique per row are PLAIN.
 //
-// The transactions layout was measured against others (PERFORMANCE.md,
-// Throughput (issue 19)): zstd SpeedFastest, 1 MiB pages in the period's
-// file and a dictionary on product_id and commission_bps too would take
-// 44 % off its encoding CPU and 5 % off its bytes. It is not switched on:
-// a backfill or `verify --repair` compares a rebuilt period's files with
-// the delivered ones by their bytes, so every period delivered before
-// would be republished as a new revision (a restatement no item caused)
-// at its next backfill (TestUpgradeFromFormatV1 found it). A layout change
-// needs that comparison to go by content first.
+// Summary and adjustment files use ZSTD's default level and parquet-go's
+// default pages in every layout. Transactions files depend on the period's
+// layout (report.ParquetLayout, lineItemLayouts): layout 1 as the other
+// files; layout 2, that of the periods delivered first since layouts are
+// recorded, ZSTD SpeedFastest, 1 MiB pages in the period's file, and a
+// dictionary on product_id (a catalogue) and commission_bps too: 44 % less
+// encoding CPU and 5 % fewer bytes (PERFORMANCE.md, Throughput (issue
+// 19)). A period keeps its layout (report.LayoutFor): a rebuild compares
+// its files with the delivered ones by their bytes.
 
 // parquetCreatedBy is the footer's created_by: fixed, so that files do not
 // change when parquet-go is upgraded without a format change.
@@ -61,11 +61,51 @@ const lineItemRowGroupRows = 64 * 1024
 // lineItemBatch is how many rows LineItemWriter hands parquet-go at once.
 const lineItemBatch = 512
 
-// lineItemDatasetPage is the page size of the period's transactions
-// file: parquet-go's default, as an agency's (see the layout note above).
-const lineItemDatasetPage = parquet.DefaultPageBufferSize
+var (
+	parquetCodec  = &zstd.Codec{Level: zstd.SpeedDefault, Concurrency: 1}
+	fastestCodec  = &zstd.Codec{Level: zstd.SpeedFastest, Concurrency: 1}
+	errBadLayout  = errors.New("unknown parquet layout")
+	dictProductID = &parquet.StructTagOption{ColumnPath: []string{"ProductID"}, StructTag: `parquet:"product_id,optional,dict"`}
+	dictBPS       = &parquet.StructTagOption{ColumnPath: []string{"BPS"}, StructTag: `parquet:"commission_bps,dict"`}
+)
 
-var parquetCodec = &zstd.Codec{Level: zstd.SpeedDefault, Concurrency: 1}
+// lineItemLayout is how a transactions file is encoded in one layout.
+type lineItemLayout struct {
+	codec *zstd.Codec
+	// datasetPage and agencyPage are the page sizes (before compression)
+	// of the period's file and of an agency's (a writer sizes its column
+	// buffers to a page, and a period opens one per agency: an agency's
+	// file, a few thousand rows, keeps parquet-go's 256 KiB).
+	datasetPage, agencyPage int
+	// tags replace lineItemRecord's struct tags (more dictionary columns).
+	tags []parquet.WriterOption
+}
+
+// lineItemLayouts maps each layout to its transactions encoding: the one
+// place that does. A layout, once a period is delivered with it, never
+// changes (its files must be rebuilt to the same bytes): a new encoding is
+// a new layout.
+var lineItemLayouts = map[report.ParquetLayout]lineItemLayout{
+	report.ParquetLayout1: {codec: parquetCodec, datasetPage: parquet.DefaultPageBufferSize, agencyPage: parquet.DefaultPageBufferSize},
+	report.ParquetLayout2: {codec: fastestCodec, datasetPage: 1 << 20, agencyPage: parquet.DefaultPageBufferSize,
+		tags: []parquet.WriterOption{dictProductID, dictBPS}},
+}
+
+// lineItemOptions returns the writer options of a transactions file of
+// layout l: the period's file (dataset) or an agency's.
+func lineItemOptions(l report.ParquetLayout, dataset bool) ([]parquet.WriterOption, error) {
+	lo, ok := lineItemLayouts[l]
+	if !ok {
+		return nil, fmt.Errorf("%w: %d", errBadLayout, l)
+	}
+	page := lo.agencyPage
+	if dataset {
+		page = lo.datasetPage
+	}
+	opts := append([]parquet.WriterOption{parquet.Compression(lo.codec), parquet.PageBufferSize(page),
+		parquet.MaxRowsPerRowGroup(lineItemRowGroupRows)}, lo.tags...)
+	return parquetOptions(opts...), nil
+}
 
 func parquetOptions(extra ...parquet.WriterOption) []parquet.WriterOption {
 	return append([]parquet.WriterOption{
@@ -305,24 +345,24 @@ type LineItemWriter struct {
 	spare    []lineItemRecord
 }
 
-// NewLineItemWriter returns a writer of a transactions file to w, an
-// agency's. Close must be called to write the footer; w itself is not
-// closed.
-func NewLineItemWriter(w io.Writer) *LineItemWriter {
-	return newLineItemWriter(w, parquet.DefaultPageBufferSize)
+// NewLineItemWriter returns a writer of an agency's transactions file in
+// layout l to w. Close must be called to write the footer; w itself is not
+// closed. An unknown layout is the error of every Write and Close.
+func NewLineItemWriter(w io.Writer, l report.ParquetLayout) *LineItemWriter {
+	return newLineItemWriter(w, l, false)
 }
 
-// newLineItemWriter returns a writer of a transactions file with pages of
-// page bytes (before compression).
-func newLineItemWriter(w io.Writer, page int) *LineItemWriter {
+// newLineItemWriter returns a writer of a transactions file in layout l:
+// the period's (dataset) or an agency's.
+func newLineItemWriter(w io.Writer, l report.ParquetLayout, dataset bool) *LineItemWriter {
+	opts, err := lineItemOptions(l, dataset)
+	if err != nil {
+		return &LineItemWriter{err: fmt.Errorf("write line items: %w", err)}
+	}
 	return &LineItemWriter{
-		pw:    parquet.NewGenericWriter[lineItemRecord](w, lineItemOptions(page)...),
+		pw:    parquet.NewGenericWriter[lineItemRecord](w, opts...),
 		batch: make([]lineItemRecord, 0, lineItemBatch),
 	}
-}
-
-func lineItemOptions(page int) []parquet.WriterOption {
-	return parquetOptions(parquet.PageBufferSize(page), parquet.MaxRowsPerRowGroup(lineItemRowGroupRows))
 }
 
 // Write adds one line item.
