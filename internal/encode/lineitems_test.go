@@ -2,6 +2,7 @@ package encode
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"runtime"
 	"slices"
@@ -185,10 +186,17 @@ func TestLineItemWriterUseAfterClose(t *testing.T) {
 	}
 }
 
-// BenchmarkLineItemWriter writes 1,000,000 line items per iteration and
-// reports rows/s, the file's bytes, and the largest live heap (after a
-// GC, outside the timer) seen just before each row group flush.
+// BenchmarkLineItemWriter writes 1,000,000 line items per iteration as
+// a period's transactions file in each layout and reports rows/s, the
+// file's bytes, and the largest live heap (after a GC, outside the timer)
+// seen just before each row group flush.
 func BenchmarkLineItemWriter(b *testing.B) {
+	for _, l := range allLayouts {
+		b.Run(fmt.Sprintf("layout=%d", l), func(b *testing.B) { benchLineItemWriter(b, l) })
+	}
+}
+
+func benchLineItemWriter(b *testing.B, l report.ParquetLayout) {
 	const n = 1_000_000
 	var peak uint64
 	var size int64
@@ -196,7 +204,7 @@ func BenchmarkLineItemWriter(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		cw := &countingWriter{}
-		lw := NewLineItemWriter(cw, report.LatestParquetLayout)
+		lw := newLineItemWriter(cw, l, true)
 		for i := range n {
 			li := genLineItem(i, n)
 			if err := lw.Write(&li); err != nil {
