@@ -41,13 +41,14 @@ import (
 //
 // Summary and adjustment files use ZSTD's default level and parquet-go's
 // default pages in every layout. Transactions files depend on the period's
-// layout (report.ParquetLayout, lineItemLayouts): layout 1 as the other
-// files; layout 2, that of the periods delivered first since layouts are
-// recorded, ZSTD SpeedFastest, 1 MiB pages in the period's file, and a
-// dictionary on product_id (a catalogue) and commission_bps too: 44 % less
-// encoding CPU and 5 % fewer bytes (PERFORMANCE.md, Throughput (issue
-// 19)). A period keeps its layout (report.LayoutFor): a rebuild compares
-// its files with the delivered ones by their bytes.
+// layout (report.ParquetLayout, lineItemLayouts): layout 1, that of every
+// period delivered before layouts were recorded, as the other files;
+// layout 2, that of a period delivered since, ZSTD SpeedFastest, 1 MiB
+// pages in the period's file, and a dictionary on product_id (a catalogue)
+// and commission_bps too: 44 % less encoding CPU and 5 % fewer bytes
+// (PERFORMANCE.md, Throughput (issue 19)). A period keeps its layout
+// (report.LayoutFor): a rebuild compares its files with the delivered ones
+// by their bytes.
 
 // parquetCreatedBy is the footer's created_by: fixed, so that files do not
 // change when parquet-go is upgraded without a format change.
