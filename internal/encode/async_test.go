@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // TestLineItemWriterAsyncSameBytes: encoding batches in a goroutine gives
@@ -17,9 +19,9 @@ func TestLineItemWriterAsyncSameBytes(t *testing.T) {
 		n = lineItemRowGroupRows + 777
 	}
 	var got bytes.Buffer
-	lw := NewLineItemWriter(&got)
+	lw := NewLineItemWriter(&got, report.LatestParquetLayout)
 	var want bytes.Buffer
-	pw := parquet.NewGenericWriter[lineItemRecord](&want, lineItemOptions(parquet.DefaultPageBufferSize)...)
+	pw := parquet.NewGenericWriter[lineItemRecord](&want, mustLineItemOptions(t, report.LatestParquetLayout, false)...)
 	batch := make([]lineItemRecord, 0, lineItemBatch)
 	for i := range n {
 		li := genLineItem(i, n)
@@ -57,7 +59,7 @@ func TestLineItemWriterAsyncSameBytes(t *testing.T) {
 // TestLineItemWriterAsyncError: a write error in the encoding goroutine is
 // returned by a later Write or by Close, and stays.
 func TestLineItemWriterAsyncError(t *testing.T) {
-	lw := NewLineItemWriter(failingWriter{})
+	lw := NewLineItemWriter(failingWriter{}, report.LatestParquetLayout)
 	var err error
 	for i := 0; i < 4*lineItemRowGroupRows && err == nil; i++ {
 		li := genLineItem(i, 4*lineItemRowGroupRows)

@@ -1,6 +1,7 @@
 package encode
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/duckdb"
 	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/testenv"
 )
 
@@ -88,12 +90,23 @@ func TestAdjustmentsParquetDuckDB(t *testing.T) {
 
 // TestLineItemParquetDuckDB reads a transactions file of two agencies and
 // several row groups with DuckDB and checks its types, NULLs, order and
-// exact sums.
+// exact sums, in every layout: an agency's file and the period's (its
+// pages are 1 MiB in layout 2).
 func TestLineItemParquetDuckDB(t *testing.T) {
 	testenv.Require(t, testenv.EnvDuckDB, "DuckDB (npm @duckdb/node-api)") // before the slow part
 	const n = 2*lineItemRowGroupRows + 1000
 	rows := genLineItems(n)
-	path := writeTemp(t, "transactions.parquet", writeLineItems(t, rows))
+	for _, l := range allLayouts {
+		for _, dataset := range []bool{false, true} {
+			t.Run(fmt.Sprintf("layout %d dataset %v", l, dataset), func(t *testing.T) {
+				path := writeTemp(t, "transactions.parquet", writeLineItemsLayout(t, l, dataset, rows))
+				checkLineItemParquetDuckDB(t, path, rows)
+			})
+		}
+	}
+}
+
+func checkLineItemParquetDuckDB(t *testing.T, path string, rows []report.LineItem) {
 	compareMaps(t, "column types", duckdb.Describe(t, path), map[string]string{
 		"transaction_id": "VARCHAR", "agency_id": "VARCHAR", "customer_id": "VARCHAR", "product_id": "VARCHAR",
 		"kind": "VARCHAR", "currency": "VARCHAR", "amount": "DECIMAL(18,4)", "commission_amount": "DECIMAL(18,4)",
@@ -201,7 +214,7 @@ func TestWriterHiveDuckDB(t *testing.T) {
 	testenv.Require(t, testenv.EnvDuckDB, "DuckDB (npm @duckdb/node-api)")
 	root := t.TempDir()
 	var c collector
-	w := NewWriter(t.TempDir(), testPeriod, Formats{CSV: true, Parquet: true}, c.out)
+	w := NewWriter(t.TempDir(), testPeriod, Formats{CSV: true, Parquet: true}, report.LatestParquetLayout, c.out)
 	defer w.Close()
 	if err := writePeriod(w, writerSummary(), writerAdjustments(), writerLines(), ""); err != nil {
 		t.Fatal(err)

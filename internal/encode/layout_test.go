@@ -15,6 +15,8 @@ import (
 	"github.com/parquet-go/parquet-go/compress/uncompressed"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // The layouts compared in PERFORMANCE.md (Throughput, issue 19): the same rows (a
@@ -181,33 +183,33 @@ func cpuTime() time.Duration {
 }
 
 // TestLineItemDictionaryColumns: the transactions file dictionary-encodes
-// the low-cardinality columns, and only them (an id unique per row in a
-// dictionary costs its bytes twice), in the agencies' files and in the
-// period's (the Writer's, several row groups).
+// the low-cardinality columns of its layout, and only them (an id unique
+// per row in a dictionary costs its bytes twice), in the agencies' files
+// and in the period's (the Writer's, several row groups).
 func TestLineItemDictionaryColumns(t *testing.T) {
-	want := map[string]bool{"agency_id": true, "kind": true, "currency": true, "partition_key": true}
-	var dataset bytes.Buffer
-	lw := newLineItemWriter(&dataset, lineItemDatasetPage)
-	for i, n := 0, 2*lineItemRowGroupRows+5; i < n; i++ {
-		li := genLineItem(i, n)
-		if err := lw.Write(&li); err != nil {
-			t.Fatal(err)
+	want := map[report.ParquetLayout]map[string]bool{
+		report.ParquetLayout1: {"agency_id": true, "kind": true, "currency": true, "partition_key": true},
+		report.ParquetLayout2: {"agency_id": true, "kind": true, "currency": true, "partition_key": true,
+			"product_id": true, "commission_bps": true},
+	}
+	n := 2*lineItemRowGroupRows + 5
+	rows := genLineItems(n)
+	for _, l := range allLayouts {
+		files := map[string][]byte{
+			"agency": writeLineItemsLayout(t, l, false, lineItems()), "dataset": writeLineItemsLayout(t, l, true, rows),
 		}
-	}
-	if err := lw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string][]byte{"agency": writeLineItems(t, lineItems()), "dataset": dataset.Bytes()} {
-		f := openParquet(t, b)
-		for g, rg := range f.Metadata().RowGroups {
-			for _, c := range rg.Columns {
-				col := c.MetaData.PathInSchema[0]
-				dict := c.MetaData.DictionaryPageOffset != 0
-				for _, e := range c.MetaData.Encoding {
-					dict = dict || e == format.RLEDictionary || e == format.PlainDictionary
-				}
-				if dict != want[col] {
-					t.Errorf("%s file row group %d column %s: dictionary %v, want %v", name, g, col, dict, want[col])
+		for name, b := range files {
+			f := openParquet(t, b)
+			for g, rg := range f.Metadata().RowGroups {
+				for _, c := range rg.Columns {
+					col := c.MetaData.PathInSchema[0]
+					dict := c.MetaData.DictionaryPageOffset != 0
+					for _, e := range c.MetaData.Encoding {
+						dict = dict || e == format.RLEDictionary || e == format.PlainDictionary
+					}
+					if dict != want[l][col] {
+						t.Errorf("layout %d %s file row group %d column %s: dictionary %v, want %v", l, name, g, col, dict, want[l][col])
+					}
 				}
 			}
 		}

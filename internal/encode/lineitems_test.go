@@ -2,6 +2,7 @@ package encode
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"runtime"
 	"slices"
@@ -14,11 +15,19 @@ import (
 	"github.com/reportjob/reportjob/internal/report"
 )
 
-// writeLineItems writes rows with a LineItemWriter and returns the file.
+// writeLineItems writes rows with a LineItemWriter of an agency's file in
+// the latest layout and returns the file.
 func writeLineItems(t testing.TB, rows []report.LineItem) []byte {
 	t.Helper()
+	return writeLineItemsLayout(t, report.LatestParquetLayout, false, rows)
+}
+
+// writeLineItemsLayout writes rows as a transactions file of layout l, the
+// period's (dataset) or an agency's, and returns the file.
+func writeLineItemsLayout(t testing.TB, l report.ParquetLayout, dataset bool, rows []report.LineItem) []byte {
+	t.Helper()
 	var b bytes.Buffer
-	lw := NewLineItemWriter(&b)
+	lw := newLineItemWriter(&b, l, dataset)
 	for i := range rows {
 		if err := lw.Write(&rows[i]); err != nil {
 			t.Fatalf("Write row %d: %v", i, err)
@@ -135,7 +144,7 @@ func TestLineItemWriterOrder(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lw := NewLineItemWriter(io.Discard)
+			lw := NewLineItemWriter(io.Discard, report.LatestParquetLayout)
 			var err error
 			for k, i := range tt.order {
 				if err = lw.Write(&rows[i]); err != nil && (!tt.bad || k != len(tt.order)-1) {
@@ -164,7 +173,7 @@ func TestLineItemWriterOrder(t *testing.T) {
 }
 
 func TestLineItemWriterUseAfterClose(t *testing.T) {
-	lw := NewLineItemWriter(io.Discard)
+	lw := NewLineItemWriter(io.Discard, report.LatestParquetLayout)
 	if err := lw.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -177,10 +186,17 @@ func TestLineItemWriterUseAfterClose(t *testing.T) {
 	}
 }
 
-// BenchmarkLineItemWriter writes 1,000,000 line items per iteration and
-// reports rows/s, the file's bytes, and the largest live heap (after a
-// GC, outside the timer) seen just before each row group flush.
+// BenchmarkLineItemWriter writes 1,000,000 line items per iteration as
+// a period's transactions file in each layout and reports rows/s, the
+// file's bytes, and the largest live heap (after a GC, outside the timer)
+// seen just before each row group flush.
 func BenchmarkLineItemWriter(b *testing.B) {
+	for _, l := range allLayouts {
+		b.Run(fmt.Sprintf("layout=%d", l), func(b *testing.B) { benchLineItemWriter(b, l) })
+	}
+}
+
+func benchLineItemWriter(b *testing.B, l report.ParquetLayout) {
 	const n = 1_000_000
 	var peak uint64
 	var size int64
@@ -188,7 +204,7 @@ func BenchmarkLineItemWriter(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		cw := &countingWriter{}
-		lw := NewLineItemWriter(cw)
+		lw := newLineItemWriter(cw, l, true)
 		for i := range n {
 			li := genLineItem(i, n)
 			if err := lw.Write(&li); err != nil {
@@ -217,4 +233,27 @@ type countingWriter struct{ n int64 }
 func (w *countingWriter) Write(p []byte) (int, error) {
 	w.n += int64(len(p))
 	return len(p), nil
+}
+
+// BenchmarkAgencyLineItemWriter writes an agency's transactions file of
+// 10 rows per iteration in each layout: the cost a period pays per agency
+// (a writer's setup, its footer), apart from the rows.
+func BenchmarkAgencyLineItemWriter(b *testing.B) {
+	rows := genLineItems(10)
+	for _, l := range allLayouts {
+		b.Run(fmt.Sprintf("layout=%d", l), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				lw := NewLineItemWriter(io.Discard, l)
+				for i := range rows {
+					if err := lw.Write(&rows[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := lw.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -41,13 +41,13 @@ func nullRows(ids [][2]string) []report.LineItem {
 	return rows
 }
 
-// nullFiles writes rows through a Writer with agency CSV and Parquet
-// files and returns the handed-out files by name: "transactions.parquet"
+// nullFiles writes rows through a Writer of layout l with agency CSV and
+// Parquet files and returns the handed-out files by name: "transactions.parquet"
 // (the dataset), "agency.parquet" and "agency.csv".
-func nullFiles(t *testing.T, rows []report.LineItem) map[string]File {
+func nullFiles(t *testing.T, l report.ParquetLayout, rows []report.LineItem) map[string]File {
 	t.Helper()
 	var c collector
-	w := NewWriter(t.TempDir(), testPeriod, Formats{CSV: true, Parquet: true}, c.out)
+	w := NewWriter(t.TempDir(), testPeriod, Formats{CSV: true, Parquet: true}, l, c.out)
 	t.Cleanup(func() { w.Close() })
 	if err := writePeriod(w, nil, nil, rows, ""); err != nil {
 		t.Fatal(err)
@@ -122,67 +122,71 @@ func nullColumn(t *testing.T, b []byte, name string) []string {
 }
 
 // TestLineItemNulls: an absent customer_id or product_id is NULL in the
-// transactions Parquet and in the agency's, whatever the rows around it,
-// as parquet-go reads the columns; in the agency's CSV it is an empty
-// cell.
+// transactions Parquet and in the agency's, in every layout, whatever the
+// rows around it, as parquet-go reads the columns; in the agency's CSV it
+// is an empty cell.
 func TestLineItemNulls(t *testing.T) {
 	for _, tc := range nullCases {
-		t.Run(tc.name, func(t *testing.T) {
-			files := nullFiles(t, nullRows(tc.ids))
-			for _, name := range []string{"transactions.parquet", "agency.parquet"} {
-				b, err := os.ReadFile(files[name].Path)
+		for _, l := range allLayouts {
+			t.Run(fmt.Sprintf("%s layout %d", tc.name, l), func(t *testing.T) {
+				files := nullFiles(t, l, nullRows(tc.ids))
+				for _, name := range []string{"transactions.parquet", "agency.parquet"} {
+					b, err := os.ReadFile(files[name].Path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i, col := range []string{"customer_id", "product_id"} {
+						if got, want := strings.Join(nullColumn(t, b, col), " "), wantColumn(tc.ids, i); got != want {
+							t.Errorf("%s %s = %s, want %s", name, col, got, want)
+						}
+					}
+				}
+				f, err := os.Open(files["agency.csv"].Path)
 				if err != nil {
 					t.Fatal(err)
 				}
-				for i, col := range []string{"customer_id", "product_id"} {
-					if got, want := strings.Join(nullColumn(t, b, col), " "), wantColumn(tc.ids, i); got != want {
-						t.Errorf("%s %s = %s, want %s", name, col, got, want)
+				defer f.Close()
+				recs, err := csv.NewReader(f).ReadAll()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, id := range tc.ids {
+					if got := recs[i+1][2:4]; got[0] != id[0] || got[1] != id[1] {
+						t.Errorf("agency.csv row %d customer_id, product_id = %q, want %q", i, got, id)
 					}
 				}
-			}
-			f, err := os.Open(files["agency.csv"].Path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			recs, err := csv.NewReader(f).ReadAll()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, id := range tc.ids {
-				if got := recs[i+1][2:4]; got[0] != id[0] || got[1] != id[1] {
-					t.Errorf("agency.csv row %d customer_id, product_id = %q, want %q", i, got, id)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 
 // TestLineItemNullsDuckDB: DuckDB finds every absent id with IS NULL, in
-// the dataset file and the agency's, and no empty string.
+// the dataset file and the agency's, in every layout, and no empty string.
 func TestLineItemNullsDuckDB(t *testing.T) {
 	testenv.Require(t, testenv.EnvDuckDB, "DuckDB (npm @duckdb/node-api)")
 	for _, tc := range nullCases {
-		t.Run(tc.name, func(t *testing.T) {
-			files := nullFiles(t, nullRows(tc.ids))
-			var customers, products int
-			for _, id := range tc.ids {
-				if id[0] == "" {
-					customers++
-				}
-				if id[1] == "" {
-					products++
-				}
+		var customers, products int
+		for _, id := range tc.ids {
+			if id[0] == "" {
+				customers++
 			}
-			for _, name := range []string{"transactions.parquet", "agency.parquet"} {
-				got := duckdb.Query(t, `SELECT COUNT(*) FILTER (WHERE customer_id IS NULL) AS no_customer,
-					COUNT(*) FILTER (WHERE product_id IS NULL) AS no_product,
-					COUNT(*) FILTER (WHERE customer_id = '' OR product_id = '') AS empty
-					FROM read_parquet(`+duckdb.Literal(files[name].Path)+`)`)
-				compareMaps(t, name, got[0], map[string]string{
-					"no_customer": strconv.Itoa(customers), "no_product": strconv.Itoa(products), "empty": "0",
-				})
+			if id[1] == "" {
+				products++
 			}
-		})
+		}
+		for _, l := range allLayouts {
+			t.Run(fmt.Sprintf("%s layout %d", tc.name, l), func(t *testing.T) {
+				files := nullFiles(t, l, nullRows(tc.ids))
+				for _, name := range []string{"transactions.parquet", "agency.parquet"} {
+					got := duckdb.Query(t, `SELECT COUNT(*) FILTER (WHERE customer_id IS NULL) AS no_customer,
+						COUNT(*) FILTER (WHERE product_id IS NULL) AS no_product,
+						COUNT(*) FILTER (WHERE customer_id = '' OR product_id = '') AS empty
+						FROM read_parquet(`+duckdb.Literal(files[name].Path)+`)`)
+					compareMaps(t, name, got[0], map[string]string{
+						"no_customer": strconv.Itoa(customers), "no_product": strconv.Itoa(products), "empty": "0",
+					})
+				}
+			})
+		}
 	}
 }

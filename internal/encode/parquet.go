@@ -35,19 +35,20 @@ import (
 // The codec is ZSTD: deterministic (EncodeAll, single goroutine, no CRC),
 // read by Athena, Trino, Spark, DuckDB, pandas and Arrow, and it shrinks
 // the repetitive keys and ids of line items far more than SNAPPY (a third
-// smaller than SNAPPY, a quarter of uncompressed), at its default level.
-// Dictionary columns are the low-cardinality ones: agency_id, kind,
-// currency, partition_key; the ids unique per row are PLAIN.
+// smaller than SNAPPY, a quarter of uncompressed). Dictionary columns are
+// the low-cardinality ones (agency_id, kind, currency, partition_key); the
+// ids unique per row are PLAIN.
 //
-// The transactions layout was measured against others (PERFORMANCE.md,
-// Throughput (issue 19)): zstd SpeedFastest, 1 MiB pages in the period's
-// file and a dictionary on product_id and commission_bps too would take
-// 44 % off its encoding CPU and 5 % off its bytes. It is not switched on:
-// a backfill or `verify --repair` compares a rebuilt period's files with
-// the delivered ones by their bytes, so every period delivered before
-// would be republished as a new revision (a restatement no item caused)
-// at its next backfill (TestUpgradeFromFormatV1 found it). A layout change
-// needs that comparison to go by content first.
+// Summary and adjustment files use ZSTD's default level and parquet-go's
+// default pages in every layout. Transactions files depend on the period's
+// layout (report.ParquetLayout, lineItemLayouts): layout 1, that of every
+// period delivered before layouts were recorded, as the other files;
+// layout 2, that of a period delivered since, ZSTD SpeedFastest, 1 MiB
+// pages in the period's file, and a dictionary on product_id (a catalogue)
+// and commission_bps too: 44 % less encoding CPU and 5 % fewer bytes
+// (PERFORMANCE.md, Throughput (issue 19)). A period keeps its layout
+// (report.LayoutFor): a rebuild compares its files with the delivered ones
+// by their bytes.
 
 // parquetCreatedBy is the footer's created_by: fixed, so that files do not
 // change when parquet-go is upgraded without a format change.
@@ -60,10 +61,6 @@ const lineItemRowGroupRows = 64 * 1024
 
 // lineItemBatch is how many rows LineItemWriter hands parquet-go at once.
 const lineItemBatch = 512
-
-// lineItemDatasetPage is the page size of the period's transactions
-// file: parquet-go's default, as an agency's (see the layout note above).
-const lineItemDatasetPage = parquet.DefaultPageBufferSize
 
 var parquetCodec = &zstd.Codec{Level: zstd.SpeedDefault, Concurrency: 1}
 
@@ -305,24 +302,24 @@ type LineItemWriter struct {
 	spare    []lineItemRecord
 }
 
-// NewLineItemWriter returns a writer of a transactions file to w, an
-// agency's. Close must be called to write the footer; w itself is not
-// closed.
-func NewLineItemWriter(w io.Writer) *LineItemWriter {
-	return newLineItemWriter(w, parquet.DefaultPageBufferSize)
+// NewLineItemWriter returns a writer of an agency's transactions file in
+// layout l to w. Close must be called to write the footer; w itself is not
+// closed. An unknown layout is the error of every Write and Close.
+func NewLineItemWriter(w io.Writer, l report.ParquetLayout) *LineItemWriter {
+	return newLineItemWriter(w, l, false)
 }
 
-// newLineItemWriter returns a writer of a transactions file with pages of
-// page bytes (before compression).
-func newLineItemWriter(w io.Writer, page int) *LineItemWriter {
+// newLineItemWriter returns a writer of a transactions file in layout l:
+// the period's (dataset) or an agency's.
+func newLineItemWriter(w io.Writer, l report.ParquetLayout, dataset bool) *LineItemWriter {
+	opts, err := lineItemOptions(l, dataset)
+	if err != nil {
+		return &LineItemWriter{err: fmt.Errorf("write line items: %w", err)}
+	}
 	return &LineItemWriter{
-		pw:    parquet.NewGenericWriter[lineItemRecord](w, lineItemOptions(page)...),
+		pw:    parquet.NewGenericWriter[lineItemRecord](w, opts...),
 		batch: make([]lineItemRecord, 0, lineItemBatch),
 	}
-}
-
-func lineItemOptions(page int) []parquet.WriterOption {
-	return parquetOptions(parquet.PageBufferSize(page), parquet.MaxRowsPerRowGroup(lineItemRowGroupRows))
 }
 
 // Write adds one line item.

@@ -12,6 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // The schemas as parquet-go prints them: SPEC section 4's columns, in its
@@ -86,7 +87,17 @@ func TestParquetGolden(t *testing.T) {
 	}{
 		{"summary.parquet", summaryParquet},
 		{"adjustments.parquet", adjustmentsParquet},
-		{"transactions.parquet", func(t testing.TB) []byte { return writeLineItems(t, lineItems()) }},
+		// Layout 1 is the layout of every period delivered before layouts
+		// were recorded, and a layout's bytes never change (a rebuild
+		// compares them). The period's file of a layout is its agency's at
+		// this size (pages differ past 256 KiB: see
+		// TestLineItemLayoutsAreTheMeasured).
+		{"transactions.parquet", func(t testing.TB) []byte {
+			return writeLineItemsLayout(t, report.ParquetLayout1, false, lineItems())
+		}},
+		{"transactions-layout2.parquet", func(t testing.TB) []byte {
+			return writeLineItemsLayout(t, report.ParquetLayout2, false, lineItems())
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,7 +120,8 @@ func TestParquetLayout(t *testing.T) {
 	}{
 		{"summary", summaryParquet(t), summarySchema},
 		{"adjustments", adjustmentsParquet(t), adjustmentsSchema},
-		{"transactions", writeLineItems(t, lineItems()), lineItemSchema},
+		{"transactions layout 1", writeLineItemsLayout(t, report.ParquetLayout1, false, lineItems()), lineItemSchema},
+		{"transactions layout 2", writeLineItemsLayout(t, report.ParquetLayout2, true, lineItems()), lineItemSchema},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -318,7 +330,7 @@ func TestParquetAmountOverflow(t *testing.T) {
 	})
 	t.Run("line item", func(t *testing.T) {
 		rows := lineItems()
-		lw := NewLineItemWriter(io.Discard)
+		lw := NewLineItemWriter(io.Discard, report.LatestParquetLayout)
 		if err := lw.Write(&rows[0]); err != nil {
 			t.Fatal(err)
 		}
@@ -358,7 +370,7 @@ func TestParquetWriteError(t *testing.T) {
 	if err := WriteAdjustmentsParquet(failingWriter{}, adjustmentRows()); !errors.Is(err, errDiskFull) {
 		t.Errorf("adjustments: err = %v, want %v", err, errDiskFull)
 	}
-	lw := NewLineItemWriter(failingWriter{})
+	lw := NewLineItemWriter(failingWriter{}, report.LatestParquetLayout)
 	rows := lineItems()
 	for i := range rows {
 		if err := lw.Write(&rows[i]); err != nil {

@@ -21,6 +21,7 @@ type Writer struct {
 	dir     string
 	p       report.Period
 	formats Formats
+	layout  report.ParquetLayout
 	out     func(File) error
 	err     error
 
@@ -38,9 +39,10 @@ type agencyLines struct {
 	parq     *LineItemWriter
 }
 
-// NewWriter returns a Writer of period p's files into temp files in dir.
-func NewWriter(dir string, p report.Period, formats Formats, out func(File) error) *Writer {
-	return &Writer{dir: dir, p: p, formats: formats, out: out}
+// NewWriter returns a Writer of period p's files, in Parquet layout l
+// (report.LayoutFor), into temp files in dir.
+func NewWriter(dir string, p report.Period, formats Formats, l report.ParquetLayout, out func(File) error) *Writer {
+	return &Writer{dir: dir, p: p, formats: formats, layout: l, out: out}
 }
 
 func (w *Writer) fail(err error) error {
@@ -190,7 +192,7 @@ func (w *Writer) openLines() error {
 	if err != nil {
 		return w.fail(err)
 	}
-	w.linesFile, w.lines = t, newLineItemWriter(t, lineItemDatasetPage)
+	w.linesFile, w.lines = t, newLineItemWriter(t, w.layout, true)
 	return nil
 }
 
@@ -209,7 +211,7 @@ func (w *Writer) startAgency(id string) error {
 		if err != nil {
 			return w.fail(err)
 		}
-		a.parqFile, a.parq = t, NewLineItemWriter(t)
+		a.parqFile, a.parq = t, NewLineItemWriter(t, w.layout)
 	}
 	return nil
 }

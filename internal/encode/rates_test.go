@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // TestReadLineItemRates: the transaction ids and rates of a transactions
@@ -13,7 +15,7 @@ import (
 func TestReadLineItemRates(t *testing.T) {
 	for _, n := range []int{0, 3, 2*lineItemRowGroupRows + 17} {
 		var b bytes.Buffer
-		lw := NewLineItemWriter(&b)
+		lw := NewLineItemWriter(&b, report.LatestParquetLayout)
 		want := make([]string, n)
 		for i := range n {
 			li := genLineItem(i, n)
@@ -53,7 +55,7 @@ func TestReadLineItemRates(t *testing.T) {
 func BenchmarkReadLineItemRates(b *testing.B) {
 	const n = 1_000_000
 	var buf bytes.Buffer
-	lw := NewLineItemWriter(&buf)
+	lw := NewLineItemWriter(&buf, report.LatestParquetLayout)
 	for i := range n {
 		li := genLineItem(i, n)
 		if err := lw.Write(&li); err != nil {

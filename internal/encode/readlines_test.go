@@ -28,7 +28,7 @@ func TestReadLineItemsBack(t *testing.T) {
 		mk("t3", "b", "c-1", item.Purchase, jpy, 7, 1),
 	}
 	var csvBuf, pqBuf bytes.Buffer
-	cw, pw := NewLineItemCSVWriter(&csvBuf), NewLineItemWriter(&pqBuf)
+	cw, pw := NewLineItemCSVWriter(&csvBuf), NewLineItemWriter(&pqBuf, report.LatestParquetLayout)
 	for i := range rows[:2] {
 		if err := cw.Write(&rows[i]); err != nil {
 			t.Fatal(err)

@@ -230,7 +230,7 @@ func TestWriterFiles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			var c collector
-			w := NewWriter(dir, testPeriod, tt.f, c.out)
+			w := NewWriter(dir, testPeriod, tt.f, report.LatestParquetLayout, c.out)
 			var adj []report.AdjustmentRow
 			if tt.adjustments {
 				adj = writerAdjustments()
@@ -281,7 +281,7 @@ func TestWriterFiles(t *testing.T) {
 func TestWriterDeterministic(t *testing.T) {
 	keys := func() []string {
 		var c collector
-		w := NewWriter(t.TempDir(), testPeriod, Formats{CSV: true, Parquet: true}, c.out)
+		w := NewWriter(t.TempDir(), testPeriod, Formats{CSV: true, Parquet: true}, report.LatestParquetLayout, c.out)
 		defer w.Close()
 		if err := writePeriod(w, writerSummary(), writerAdjustments(), writerLines(), ""); err != nil {
 			t.Fatal(err)
@@ -302,7 +302,7 @@ func TestWriterDeterministic(t *testing.T) {
 func TestWriterEmptyPeriod(t *testing.T) {
 	dir := t.TempDir()
 	var c collector
-	w := NewWriter(dir, testPeriod, Formats{CSV: true, Parquet: true}, c.out)
+	w := NewWriter(dir, testPeriod, Formats{CSV: true, Parquet: true}, report.LatestParquetLayout, c.out)
 	if err := writePeriod(w, nil, nil, nil, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +335,7 @@ func TestWriterCloseAfterCallbackError(t *testing.T) {
 	for k := 1; k <= total; k++ {
 		dir := t.TempDir()
 		c := collector{failAt: k, err: errors.New("upload failed")}
-		w := NewWriter(dir, testPeriod, f, c.out)
+		w := NewWriter(dir, testPeriod, f, report.LatestParquetLayout, c.out)
 		err := writePeriod(w, writerSummary(), writerAdjustments(), writerLines(), rejectsFile(t))
 		if !errors.Is(err, c.err) {
 			t.Fatalf("fail at call %d: err = %v, want %v", k, err, c.err)
@@ -392,7 +392,7 @@ func TestWriterCloseMidLines(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			var c collector
-			w := NewWriter(dir, testPeriod, Formats{CSV: true, Parquet: true}, c.out)
+			w := NewWriter(dir, testPeriod, Formats{CSV: true, Parquet: true}, report.LatestParquetLayout, c.out)
 			if err := w.Summary(writerSummary()); err != nil {
 				t.Fatal(err)
 			}
@@ -410,7 +410,7 @@ func TestWriterCloseMidLines(t *testing.T) {
 func TestWriterClosed(t *testing.T) {
 	dir := t.TempDir()
 	var c collector
-	w := NewWriter(dir, testPeriod, Formats{CSV: true}, c.out)
+	w := NewWriter(dir, testPeriod, Formats{CSV: true}, report.LatestParquetLayout, c.out)
 	w.Close()
 	lines := writerLines()
 	for name, err := range map[string]error{
@@ -431,7 +431,7 @@ func TestWriterClosed(t *testing.T) {
 
 func TestWriterRejectsMissing(t *testing.T) {
 	var c collector
-	w := NewWriter(t.TempDir(), testPeriod, Formats{}, c.out)
+	w := NewWriter(t.TempDir(), testPeriod, Formats{}, report.LatestParquetLayout, c.out)
 	defer w.Close()
 	missing := filepath.Join(t.TempDir(), "no-such.jsonl")
 	err := w.Rejects(missing, 1)

@@ -274,7 +274,8 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	}
 	defer sess.Abort() // no-op once committed
 	var handed []string
-	w := encode.NewWriter(dir, p, j.AgencyFiles, func(f encode.File) error {
+	layout := report.LayoutFor(cur.Manifest)
+	w := encode.NewWriter(dir, p, j.AgencyFiles, layout, func(f encode.File) error {
 		handed = append(handed, f.Key)
 		return sess.Upload(f)
 	})
@@ -319,7 +320,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		Partitions: col.Partitions, ItemsRead: col.ItemsRead, ItemsFingerprint: fp,
 		Transactions: st.Transactions, DuplicatesWithinPeriod: st.DuplicatesWithinPeriod,
 		DuplicatesAcrossPeriods: st.DuplicatesAcrossPeriods, Rejects: st.Rejects,
-		Totals: totals, Rates: &rates, Files: files,
+		Totals: totals, Rates: &rates, ParquetLayout: layout, Files: files,
 	}
 	res.Manifest = man
 	if cur.Manifest != nil && man.SameContent(cur.Manifest) &&

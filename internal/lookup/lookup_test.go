@@ -170,7 +170,7 @@ func (f *fixture) period(p report.Period, rev int, csv bool, lines map[string][]
 func (f *fixture) datasets(p report.Period, all []report.LineItem, sum []report.SummaryRow) []report.FileInfo {
 	var files []report.FileInfo
 	var tb bytes.Buffer
-	w := encode.NewLineItemWriter(&tb)
+	w := encode.NewLineItemWriter(&tb, report.LatestParquetLayout)
 	for i := range all {
 		if err := w.Write(&all[i]); err != nil {
 			f.t.Fatal(err)

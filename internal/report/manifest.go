@@ -71,6 +71,10 @@ type Manifest struct {
 	// every later revision unless re-priced on purpose (pricing.ForPeriod).
 	// Absent from manifests written before rates were recorded.
 	Rates *pricing.Table `json:"rates,omitempty"`
+	// ParquetLayout is how this revision's Parquet files are encoded
+	// (see ParquetLayout); 0, absent, in manifests written before layouts
+	// were recorded, which are layout 1 (read it with Layout).
+	ParquetLayout ParquetLayout `json:"parquet_layout,omitempty"`
 	// Files is every object of this revision but the manifest, by key.
 	// In manifest.json of layout ManifestFormatParts it holds the dataset
 	// objects only; ReadManifest adds those of the Parts.
@@ -153,6 +157,9 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	if m.Revision < 1 {
 		return nil, fmt.Errorf("parse manifest: revision %d, want >= 1", m.Revision)
 	}
+	if err := m.checkLayout(); err != nil {
+		return nil, fmt.Errorf("parse manifest: %w", err)
+	}
 	return &m, nil
 }
 
@@ -177,7 +184,7 @@ func (m *Manifest) Keys() []string {
 }
 
 // SameContent reports whether m and o record the same delivery: the same
-// items, counts, totals and objects. Revision, reason, previous hash,
+// items, counts, totals, Parquet layout and objects. Revision, reason, previous hash,
 // generation time, tool version, rates and replaced files are not
 // compared, nor
 // the partitions read: items are compared by content (the fingerprint), so
@@ -187,5 +194,6 @@ func (m *Manifest) SameContent(o *Manifest) bool {
 		m.ItemsRead == o.ItemsRead &&
 		m.ItemsFingerprint == o.ItemsFingerprint && m.Transactions == o.Transactions &&
 		m.DuplicatesWithinPeriod == o.DuplicatesWithinPeriod && m.DuplicatesAcrossPeriods == o.DuplicatesAcrossPeriods &&
-		m.Rejects == o.Rejects && slices.Equal(m.Totals, o.Totals) && slices.Equal(m.Files, o.Files)
+		m.Rejects == o.Rejects && slices.Equal(m.Totals, o.Totals) && m.Layout() == o.Layout() &&
+		slices.Equal(m.Files, o.Files)
 }
