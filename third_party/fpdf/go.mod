@@ -1,0 +1,3 @@
+module github.com/go-pdf/fpdf
+
+go 1.20
