@@ -23,6 +23,7 @@ package fpdf
 import (
 	"bytes"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/gob"
 	"encoding/json"
@@ -30,6 +31,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -808,6 +810,31 @@ type fontDefType struct {
 	i            string        // 1-based position in font list, set by font loader, not this program
 	utf8File     *utf8FontFile // UTF-8 font
 	usedRunes    map[int]int   // Array of used runes
+}
+
+// utf8FontIDs memoizes generateFontID for the UTF-8 fonts added from bytes
+// (AddUTF8FontFromBytes), keyed by the font key and the sha256 of the TTF
+// bytes: every exported field of such a definition, all that generateFontID
+// marshals, is derived from those two alone. [reportjob patch: the JSON of a
+// UTF-8 font's 65536 widths cost milliseconds per font per document.]
+var utf8FontIDs sync.Map // utf8FontIDKey -> string
+
+type utf8FontIDKey struct {
+	fontkey string
+	ttf     [sha256.Size]byte
+}
+
+// utf8FontID returns generateFontID(def) for def, the definition
+// addFontFromBytes derived from the TrueType bytes ttf, computing it once
+// per font key and bytes.
+func utf8FontID(def fontDefType, ttf []byte) string {
+	key := utf8FontIDKey{fontkey: def.Name, ttf: sha256.Sum256(ttf)}
+	if id, ok := utf8FontIDs.Load(key); ok {
+		return id.(string)
+	}
+	id, _ := generateFontID(def)
+	utf8FontIDs.Store(key, id)
+	return id
 }
 
 // generateFontID generates a font Id from the font definition

@@ -314,14 +314,7 @@ func (pa *untypedKeyMap) getIndex(key interface{}) int {
 // Put key=>value in PHP Array
 func (pa *untypedKeyMap) put(key interface{}, value int) {
 	if key == nil {
-		var i int
-		for n := 0; ; n++ {
-			i = pa.getIndex(n)
-			if i < 0 {
-				key = n
-				break
-			}
-		}
+		key = pa.nextIntKey()
 		pa.keySet = append(pa.keySet, key)
 		pa.valueSet = append(pa.valueSet, value)
 	} else {
@@ -333,6 +326,26 @@ func (pa *untypedKeyMap) put(key interface{}, value int) {
 			pa.valueSet[i] = value
 		}
 	}
+}
+
+// nextIntKey returns the least non-negative int that is not a key, the key
+// put(nil, v) appends. [reportjob patch: it was found by a lookup of 0, 1,
+// 2, ... in turn, each a scan of the keys, which made generateCIDFontMap
+// cubic in the length of a run of equal widths.] The answer is at most
+// len(pa.keySet), so only smaller keys need marking.
+func (pa *untypedKeyMap) nextIntKey() int {
+	taken := make([]bool, len(pa.keySet)+1)
+	for _, k := range pa.keySet {
+		if n, ok := k.(int); ok && n >= 0 && n < len(taken) {
+			taken[n] = true
+		}
+	}
+	for n, t := range taken {
+		if !t {
+			return n
+		}
+	}
+	return len(taken) // not reached: len(keySet)+1 slots, at most len(keySet) taken
 }
 
 // Delete value in PHP Array
