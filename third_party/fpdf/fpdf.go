@@ -2104,7 +2104,7 @@ func (f *Fpdf) addFontFromBytes(familyStr, styleStr string, jsonFileBytes, zFile
 			utf8File:  utf8File,
 			usedRunes: sbarr,
 		}
-		def.i = utf8FontID(def, utf8Bytes)
+		def.i = utf8FontID(def, utf8Bytes) // [reportjob patch] was generateFontID(def)
 		f.fonts[fontkey] = def
 	} else {
 		// load font definitions
