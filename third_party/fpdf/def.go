@@ -825,16 +825,36 @@ type utf8FontIDKey struct {
 }
 
 // utf8FontID returns generateFontID(def) for def, the definition
-// addFontFromBytes derived from the TrueType bytes ttf, computing it once
-// per font key and bytes.
-func utf8FontID(def fontDefType, ttf []byte) string {
-	key := utf8FontIDKey{fontkey: def.Name, ttf: sha256.Sum256(ttf)}
+// addFontFromBytes derived from the TrueType bytes whose sha256 is ttf,
+// computing it once per font key and bytes.
+func utf8FontID(def fontDefType, ttf [sha256.Size]byte) string {
+	key := utf8FontIDKey{fontkey: def.Name, ttf: ttf}
 	if id, ok := utf8FontIDs.Load(key); ok {
 		return id.(string)
 	}
 	id, _ := generateFontID(def)
 	utf8FontIDs.Store(key, id)
 	return id
+}
+
+// utf8Parsed holds, by the sha256 of the TrueType bytes, the font
+// parseFile parsed from them, for its metrics (Ascent ... CharWidths):
+// shared by every document, never written after the parse. [reportjob
+// patch: each document parsed each font again.]
+var utf8Parsed sync.Map // [sha256.Size]byte -> *utf8FontFile
+
+// parsedUTF8Font returns the font parsed from ttf, whose sha256 is sum,
+// parsing a private copy of ttf the first time. Callers must not modify it.
+func parsedUTF8Font(sum [sha256.Size]byte, ttf []byte) (*utf8FontFile, error) {
+	if utf, ok := utf8Parsed.Load(sum); ok {
+		return utf.(*utf8FontFile), nil
+	}
+	utf := newUTF8Font(&fileReader{readerPosition: 0, array: bytes.Clone(ttf)})
+	if err := utf.parseFile(); err != nil {
+		return nil, err
+	}
+	utf8Parsed.Store(sum, utf)
+	return utf, nil
 }
 
 // generateFontID generates a font Id from the font definition

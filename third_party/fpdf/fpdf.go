@@ -27,6 +27,7 @@ package fpdf
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -2068,11 +2069,12 @@ func (f *Fpdf) addFontFromBytes(familyStr, styleStr string, jsonFileBytes, zFile
 		// }
 
 		Type := "UTF8"
-		reader := fileReader{readerPosition: 0, array: utf8Bytes}
-
-		utf8File := newUTF8Font(&reader)
-
-		err := utf8File.parseFile()
+		// [reportjob patch] The metrics come from parsedUTF8Font (parsed
+		// once per TTF bytes, shared, read-only); the document's own
+		// utf8FontFile, which cuts the subset (GenerateCutFont reads the
+		// font afresh and sets every field putfonts uses), is not parsed.
+		sum := sha256.Sum256(utf8Bytes)
+		utf8File, err := parsedUTF8Font(sum, utf8Bytes)
 		if err != nil {
 			fmt.Printf("get metrics Error: %e\n", err)
 			return
@@ -2101,10 +2103,10 @@ func (f *Fpdf) addFontFromBytes(familyStr, styleStr string, jsonFileBytes, zFile
 			Up:        int(round(utf8File.UnderlinePosition)),
 			Ut:        round(utf8File.UnderlineThickness),
 			Cw:        utf8File.CharWidths,
-			utf8File:  utf8File,
+			utf8File:  newUTF8Font(&fileReader{readerPosition: 0, array: utf8Bytes}), // [reportjob patch] was utf8File
 			usedRunes: sbarr,
 		}
-		def.i = utf8FontID(def, utf8Bytes) // [reportjob patch] was generateFontID(def)
+		def.i = utf8FontID(def, sum) // [reportjob patch] was generateFontID(def)
 		f.fonts[fontkey] = def
 	} else {
 		// load font definitions
