@@ -8,6 +8,7 @@ import (
 	"compress/zlib"
 	"math/rand"
 	"os"
+	"reflect"
 	"sync"
 	"testing"
 )
@@ -95,6 +96,13 @@ func TestUTF8FontID(t *testing.T) {
 		}
 		if def.i != want {
 			t.Errorf("font id %s, generateFontID %s", def.i, want)
+		}
+		fresh := newUTF8Font(&fileReader{array: append([]byte(nil), b...)})
+		if err := fresh.parseFile(); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(def.Cw, fresh.CharWidths) || def.Desc.Ascent != fresh.Ascent || def.Desc.MissingWidth != round(fresh.DefaultWidth) {
+			t.Error("the shared parse's metrics differ from a parse of the font")
 		}
 		return def.i
 	}
