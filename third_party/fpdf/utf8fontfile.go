@@ -666,7 +666,11 @@ func (utf *utf8FontFile) GenerateCutFont(usedRunes map[int]int) []byte {
 		return nil
 	}
 
-	utf.parseHMTXTable(metricsCount, numSymbols, symbolCharDictionary, 1.0)
+	// [reportjob patch] No parseHMTXTable(metricsCount, numSymbols,
+	// symbolCharDictionary, 1.0) here: it only set CharWidths and
+	// DefaultWidth (a new 512 KB table), which nothing reads after the cut
+	// (the document's widths are its font definition's Cw), and moved the
+	// reader, which parseLOCATable seeks anew.
 
 	utf.parseLOCATable(LocaFormat, numSymbols)
 
