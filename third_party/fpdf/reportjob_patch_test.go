@@ -7,10 +7,12 @@ import (
 	"bytes"
 	"compress/zlib"
 	"math/rand"
-	"os"
 	"reflect"
 	"sync"
 	"testing"
+
+	"golang.org/x/image/font/gofont/gobold"
+	"golang.org/x/image/font/gofont/goregular"
 )
 
 // nextIntKeyUpstream is upstream's put(nil, v) key search.
@@ -79,10 +81,7 @@ func TestCompressSameBytes(t *testing.T) {
 // concurrently: each gets the id upstream computes (generateFontID), and a
 // font with other bytes or another key gets another.
 func TestUTF8FontID(t *testing.T) {
-	ttf, err := os.ReadFile("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
-	if err != nil {
-		t.Skipf("no TrueType font to test with: %v", err)
-	}
+	ttf := goregular.TTF
 	id := func(family string, b []byte) string {
 		f := New("P", "mm", "A4", "")
 		f.AddUTF8FontFromBytes(family, "", append([]byte(nil), b...))
@@ -110,7 +109,7 @@ func TestUTF8FontID(t *testing.T) {
 	ids := make([]string, 4)
 	for i := range ids {
 		wg.Add(1)
-		go func(i int) { defer wg.Done(); ids[i] = id("dejavu", ttf) }(i)
+		go func(i int) { defer wg.Done(); ids[i] = id("go", ttf) }(i)
 	}
 	wg.Wait()
 	for _, got := range ids[1:] {
@@ -121,11 +120,7 @@ func TestUTF8FontID(t *testing.T) {
 	if id("other", ttf) == ids[0] {
 		t.Error("another font key, the same id")
 	}
-	bold, err := os.ReadFile("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf")
-	if err != nil {
-		t.Skipf("no second TrueType font to test with: %v", err)
-	}
-	if id("dejavu", bold) == ids[0] {
+	if id("go", gobold.TTF) == ids[0] {
 		t.Error("other bytes under the same font key, the same id")
 	}
 }
