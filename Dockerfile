@@ -11,9 +11,13 @@
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# go.mod replaces github.com/go-pdf/fpdf with ./third_party/fpdf (a patched
+# copy): the download reads its go.mod, the build its sources.
+COPY third_party/fpdf/go.mod ./third_party/fpdf/
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY cmd ./cmd
 COPY internal ./internal
+COPY third_party ./third_party
 ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=dev

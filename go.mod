@@ -61,3 +61,5 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/go-pdf/fpdf => ./third_party/fpdf

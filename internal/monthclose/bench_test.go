@@ -3,6 +3,7 @@ package monthclose_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/report"
@@ -45,4 +46,37 @@ func BenchmarkDraftRevision(b *testing.B) {
 		}
 		h++
 	}
+}
+
+// BenchmarkFirstDelivery is a month's first delivery: one hour with
+// transactions of 500 agencies, so the first draft renders 500 PDFs (the
+// real renderer) and CSVs. Each op is a new month in a new sink. Besides
+// ns/op it reports the process's CPU time per op (cpu-s/op, the garbage
+// collector's included), which the other processes on a shared machine
+// disturb less.
+func BenchmarkFirstDelivery(b *testing.B) {
+	all := map[string]int64{}
+	for i := range 500 {
+		all[fmt.Sprintf("agency-%03d", i)] = int64(100 + i)
+	}
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		t := &testing.T{}
+		f := newFixture(t)
+		f.t = t
+		f.c.Formats = monthclose.Formats{PDF: true, CSV: true}
+		f.c.RenderPDF = pdf.Render
+		f.publish(hour(0), report.ReasonDelivery, all)
+		start := cpuTime()
+		b.StartTimer()
+		res, err := f.update(hour(1).Start, "")
+		b.StopTimer()
+		cpu += cpuTime() - start
+		if err != nil || len(res.Months) != 1 || res.Months[0].Agencies != 500 {
+			b.Fatalf("first delivery: %v %+v", err, res)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 }

@@ -5,7 +5,9 @@
 // (every period the statement covers with its revision and manifest
 // sha256), on A4 pages numbered "page n of m".
 //
-// The PDF is written with github.com/go-pdf/fpdf and the embedded Go fonts.
+// The PDF is written with github.com/go-pdf/fpdf (v0.9.0, patched in
+// third_party/fpdf to do its per-font work once per process, same bytes)
+// and the embedded Go fonts.
 // Every agency id prints: a rune the fonts lack is replaced by U+FFFD, one
 // for one, never an error. The same statement always renders to the same
 // bytes: the document dates are fixed (the first instant of the statement's

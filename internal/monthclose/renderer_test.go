@@ -1,0 +1,78 @@
+package monthclose_test
+
+import (
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/reportjob/reportjob/internal/monthclose"
+	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/statement"
+)
+
+// A final month's PDFs rendered by an older renderer whose bytes the
+// current one no longer gives (the file keys are content hashes): verify
+// reports the month (every PDF a rebuild gives is unlisted), and --repair
+// cannot restore a lost PDF (it restores only what a rebuild gives byte for
+// byte) nor change the final month: it says "0 object(s) restored" and the
+// month keeps differing. The older renderer restores it.
+func TestVerifyFinalMonthAfterRendererChange(t *testing.T) {
+	f := newFixture(t)
+	renderer := func(version string) func(io.Writer, *statement.Agency) error {
+		return func(w io.Writer, s *statement.Agency) error {
+			_, err := io.WriteString(w, "renderer "+version+" "+s.AgencyID+" revision "+strconv.Itoa(s.Revision))
+			return err
+		}
+	}
+	f.c.Formats = monthclose.Formats{CSV: true, PDF: true}
+	f.c.RenderPDF = renderer("v1")
+	f.january()
+	var pdf string
+	for _, k := range f.keys(report.AgencyMonthPrefix("acme", "2026-01")) {
+		if strings.HasSuffix(k, ".pdf") {
+			pdf = k
+		}
+	}
+	if pdf == "" {
+		t.Fatal("no PDF published")
+	}
+
+	f.c.RenderPDF = renderer("v2")
+	checks, err := f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, false)
+	if err != nil || len(checks) != 1 || !checks[0].Differs() {
+		t.Fatalf("verify with another renderer, nothing lost: %v %+v, want the month differing", err, checks)
+	}
+	if p := strings.Join(checks[0].Problems, "; "); !strings.Contains(p, "which the month manifest does not list") || !strings.Contains(p, ".pdf") {
+		t.Errorf("problems %q, want the rebuilt PDF unlisted", p)
+	}
+	t.Logf("intact final month, another renderer: %s", strings.Join(checks[0].Problems, "; "))
+
+	if err := f.b.Delete(f.ctx, pdf); err != nil {
+		t.Fatal(err)
+	}
+	manifest := f.raw(report.MonthManifestKey("2026-01"))
+	checks, err = f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, true)
+	if err != nil || !checks[0].Differs() || !strings.Contains(checks[0].Repaired, "0 object(s) restored") {
+		t.Fatalf("verify --repair with another renderer: %v %+v, want 0 objects restored", err, checks)
+	}
+	t.Logf("lost PDF, another renderer, --repair: %s -> %s", strings.Join(checks[0].Problems, "; "), checks[0].Repaired)
+	if got := f.raw(report.MonthManifestKey("2026-01")); got != manifest {
+		t.Error("the final month's manifest changed")
+	}
+	if _, err := f.b.Stat(f.ctx, pdf); err == nil {
+		t.Error("the lost PDF came back from a renderer that gives other bytes")
+	}
+	if checks, _ := f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, false); !checks[0].Differs() {
+		t.Error("verify after the repair: the month no longer differs")
+	}
+
+	f.c.RenderPDF = renderer("v1")
+	checks, err = f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, true)
+	if err != nil || !strings.Contains(checks[0].Repaired, "1 object(s) restored") {
+		t.Fatalf("verify --repair with the renderer that published it: %v %+v, want 1 object restored", err, checks)
+	}
+	if checks, err := f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, false); err != nil || checks[0].Differs() {
+		t.Fatalf("verify after the restore: %v %+v", err, checks)
+	}
+}
