@@ -114,14 +114,17 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 			NotRepairable: pc.NotRepairable,
 		})
 	}
-	monthsRepaired := 0
+	monthsRepaired, monthsNotRepairable := 0, 0
 	for _, mc := range months {
 		sum.Months++
 		fmt.Fprintln(c.stdout, monthLine(mc))
 		if mc.Differs() {
 			sum.MonthsDiffer++
 			sum.MonthDifferences = append(sum.MonthDifferences, mc)
-			if mc.Repaired != "" {
+			switch {
+			case mc.NotRepairable != "":
+				monthsNotRepairable++
+			case mc.Repaired != "":
 				monthsRepaired++
 			}
 		}
@@ -143,6 +146,10 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	case sum.Differ > 0:
 		sum.Status = "differs"
 		err = fmt.Errorf("%d of %d periods differ: %w", sum.Differ, sum.Periods, errDiffers)
+	case monthsNotRepairable > 0:
+		sum.Status = "differs"
+		err = fmt.Errorf("the statements of %d of %d months differ, %d not repairable (see not_repairable): %w",
+			sum.MonthsDiffer, sum.Months, monthsNotRepairable, errDiffers)
 	case sum.MonthsDiffer > 0 && monthsRepaired == sum.MonthsDiffer:
 		sum.Status = "repaired"
 		err = fmt.Errorf("the statements of %d of %d months differed (all repaired: run verify again to confirm): %w", sum.MonthsDiffer, sum.Months, errDiffers)
@@ -196,6 +203,10 @@ func monthLine(mc monthclose.MonthCheck) string {
 	if mc.Repaired != "" {
 		b.WriteString(" -> repaired: ")
 		b.WriteString(mc.Repaired)
+	}
+	if mc.NotRepairable != "" {
+		b.WriteString(" -> not repairable: ")
+		b.WriteString(mc.NotRepairable)
 	}
 	return b.String()
 }

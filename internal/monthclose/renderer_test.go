@@ -15,8 +15,9 @@ import (
 // current one no longer gives (the file keys are content hashes): verify
 // reports the month (every PDF a rebuild gives is unlisted), and --repair
 // cannot restore a lost PDF (it restores only what a rebuild gives byte for
-// byte) nor change the final month: it says "0 object(s) restored" and the
-// month keeps differing. The older renderer restores it.
+// byte) nor change the final month: it says "0 object(s) restored", names
+// the lost PDF in NotRepairable, and the month keeps differing. The older
+// renderer restores it.
 func TestVerifyFinalMonthAfterRendererChange(t *testing.T) {
 	f := newFixture(t)
 	renderer := func(version string) func(io.Writer, *statement.Agency) error {
@@ -56,7 +57,11 @@ func TestVerifyFinalMonthAfterRendererChange(t *testing.T) {
 	if err != nil || !checks[0].Differs() || !strings.Contains(checks[0].Repaired, "0 object(s) restored") {
 		t.Fatalf("verify --repair with another renderer: %v %+v, want 0 objects restored", err, checks)
 	}
-	t.Logf("lost PDF, another renderer, --repair: %s -> %s", strings.Join(checks[0].Problems, "; "), checks[0].Repaired)
+	if nr := checks[0].NotRepairable; !strings.Contains(nr, "1 lost or corrupt object(s) cannot be rebuilt") || !strings.Contains(nr, pdf) {
+		t.Errorf("not repairable %q, want the lost PDF %s named", nr, pdf)
+	}
+	t.Logf("lost PDF, another renderer, --repair: %s -> %s; not repairable: %s", strings.Join(checks[0].Problems, "; "),
+		checks[0].Repaired, checks[0].NotRepairable)
 	if got := f.raw(report.MonthManifestKey("2026-01")); got != manifest {
 		t.Error("the final month's manifest changed")
 	}
@@ -69,7 +74,7 @@ func TestVerifyFinalMonthAfterRendererChange(t *testing.T) {
 
 	f.c.RenderPDF = renderer("v1")
 	checks, err = f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, true)
-	if err != nil || !strings.Contains(checks[0].Repaired, "1 object(s) restored") {
+	if err != nil || !strings.Contains(checks[0].Repaired, "1 object(s) restored") || checks[0].NotRepairable != "" {
 		t.Fatalf("verify --repair with the renderer that published it: %v %+v, want 1 object restored", err, checks)
 	}
 	if checks, err := f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, false); err != nil || checks[0].Differs() {

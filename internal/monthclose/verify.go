@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/encode"
@@ -21,6 +22,11 @@ type MonthCheck struct {
 	Problems []string `json:"problems,omitempty"`
 	// Repaired says what --repair did.
 	Repaired string `json:"repaired,omitempty"`
+	// NotRepairable is set by --repair when a final month's lost or
+	// corrupt objects cannot be rebuilt with the bytes its manifest lists
+	// (a renderer that gives other bytes): which, and how to get them back.
+	// The month still differs.
+	NotRepairable string `json:"not_repairable,omitempty"`
 }
 
 // Differs reports whether mc found a problem.
@@ -216,48 +222,71 @@ func (c *Closer) repair(ctx context.Context, rec Record, checks []MonthCheck) er
 				return err
 			}
 		}
-		n, err := c.restore(ctx, set, rec, cur)
+		n, lost, err := c.restore(ctx, set, rec, cur)
 		if err != nil {
 			return err
 		}
 		mc.Repaired = fmt.Sprintf("restatements queued for booking; %d object(s) restored", n)
+		if len(lost) > 0 {
+			mc.NotRepairable = fmt.Sprintf("%d lost or corrupt object(s) cannot be rebuilt with the bytes the final manifest lists (%s): "+
+				"restore them from a copy, or with the reportjob that wrote them (tool_version %q)",
+				len(lost), strings.Join(lost, ", "), cur.m.ToolVersion)
+		}
 	}
 	return nil
 }
 
 // restore uploads again the objects of final month cur that are missing
-// or corrupt, when a rebuild gives them with the same bytes.
-func (c *Closer) restore(ctx context.Context, set *monthSet, rec Record, cur *current) (int, error) {
+// or corrupt, when a rebuild gives them with the same bytes; lost are the
+// keys of those that are missing or corrupt and that no rebuild gives.
+func (c *Closer) restore(ctx context.Context, set *monthSet, rec Record, cur *current) (restored int, lost []string, err error) {
 	man := cur.m
 	c = c.as(man)
 	w := &monthWork{changed: true, final: true, reason: man.Reason}
 	bt, err := c.build(ctx, set, rec, man.Month, w, man, man.StatementRevision)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	files, err := c.encode(man.Month, bt.stmts, bt.adjRows, nil)
 	defer removeFiles(files)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	want := map[string]report.FileInfo{}
 	for _, f := range man.Files {
 		want[f.Key] = f
 	}
 	var todo []encode.File
+	rebuilt := map[string]bool{}
 	for _, f := range files {
 		info, ok := want[f.Key]
 		if !ok || info.SHA256 != f.SHA256 {
 			continue
 		}
-		if file, _, err := c.Periods.Fetch(ctx, info, c.Dir); err == nil {
-			file.Close()
-			removeFiles([]encode.File{{Path: file.Name()}})
+		rebuilt[f.Key] = true
+		if c.intact(ctx, info) {
 			continue
 		}
 		todo = append(todo, f)
 	}
-	return len(todo), c.upload(ctx, todo)
+	for _, f := range man.Files {
+		if !rebuilt[f.Key] && !c.intact(ctx, f) {
+			lost = append(lost, f.Key)
+		}
+	}
+	return len(todo), lost, c.upload(ctx, todo)
+}
+
+// intact reports whether the object info describes is in the sink with
+// its size and SHA-256.
+func (c *Closer) intact(ctx context.Context, info report.FileInfo) bool {
+	file, _, err := c.Periods.Fetch(ctx, info, c.Dir)
+	if err != nil {
+		return false
+	}
+	file.Close()
+	removeFiles([]encode.File{{Path: file.Name()}})
+	return true
 }
 
 // as returns a copy of c that writes the agency files man records and
