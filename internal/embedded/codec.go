@@ -118,6 +118,88 @@ func decodeItem(k, v []byte) (string, map[string]item.Value, error) {
 	return all[:len(k)], attrs, err
 }
 
+// decodeRecord decodes a stored item of partition pk, sort key k and
+// attributes v into a Record, with one allocation for the strings: the
+// contract's attributes go to the Record's array, and a map is made only
+// for an item with other attributes. Its errors are decodeItem's.
+func decodeRecord(pk string, k, v []byte) (item.Record, error) {
+	r := item.Record{PK: pk}
+	if len(v) == 0 || v[0] != codecVersion {
+		_, _, err := decodeItem(k, v)
+		return r, err
+	}
+	var sb strings.Builder // one copy of both
+	sb.Grow(len(k) + len(v))
+	sb.Write(k)
+	sb.Write(v)
+	all := sb.String()
+	r.SK = all[:len(k)]
+	if !decodeContractIn(v, all[len(k):], &r) {
+		// Another attribute, or a corrupt encoding: the map's way, whose
+		// errors these are.
+		attrs, err := decodeAttrsIn(v, all[len(k):])
+		if err != nil {
+			return item.Record{PK: pk}, err
+		}
+		it := item.Item{PK: pk, SK: r.SK, Attrs: attrs}
+		r = item.RecordOf(&it)
+	}
+	return r, nil
+}
+
+// decodeContractIn decodes b, whose copy is all, into r's contract
+// attributes; ok is false, and r is to be discarded, when b has an
+// attribute outside the contract or does not decode.
+func decodeContractIn(b []byte, all string, r *item.Record) bool {
+	n, pos, err := uvarintAt(b, 1)
+	if err != nil || n > uint64(len(b)-pos) {
+		return false
+	}
+	for range n {
+		var ns, ne, ts, te int
+		if ns, ne, pos, err = lenStringAt(b, pos); err != nil {
+			return false
+		}
+		i := contractPos(b[ns:ne])
+		if i < 0 || pos >= len(b) {
+			return false
+		}
+		typ := item.Type(b[pos])
+		if ts, te, pos, err = lenStringAt(b, pos+1); err != nil {
+			return false
+		}
+		r.Vals[i] = item.Value{Type: typ, Text: all[ts:te]}
+		r.Present |= 1 << i
+	}
+	return pos == len(b)
+}
+
+// contractPos returns the position in item.ContractAttrs of the name b,
+// -1 for another name, without allocating.
+func contractPos(b []byte) int {
+	switch string(b) {
+	case item.AttrTransactionID:
+		return 0
+	case item.AttrAgencyID:
+		return 1
+	case item.AttrAmount:
+		return 2
+	case item.AttrCurrency:
+		return 3
+	case item.AttrKind:
+		return 4
+	case item.AttrCommissionBPS:
+		return 5
+	case item.AttrCustomerID:
+		return 6
+	case item.AttrProductID:
+		return 7
+	case item.AttrRecordedAt:
+		return 8
+	}
+	return -1
+}
+
 // decodeAttrsIn decodes b, whose copy is all: texts (and names outside
 // the contract) are substrings of all.
 func decodeAttrsIn(b []byte, all string) (map[string]item.Value, error) {
