@@ -120,58 +120,85 @@ func decodeItem(k, v []byte) (string, map[string]item.Value, error) {
 
 // decodeRecord decodes a stored item of partition pk, sort key k and
 // attributes v into a Record, with one allocation for the strings: the
-// contract's attributes go to the Record's array, and a map is made only
-// for an item with other attributes. Its errors are decodeItem's.
+// sort key and the contract attributes' texts (not their names, which are
+// the package constants) are copied into one string, and a map is made
+// only for an item with other attributes. Its errors are decodeItem's.
 func decodeRecord(pk string, k, v []byte) (item.Record, error) {
-	r := item.Record{PK: pk}
-	if len(v) == 0 || v[0] != codecVersion {
-		_, _, err := decodeItem(k, v)
-		return r, err
-	}
-	var sb strings.Builder // one copy of both
-	sb.Grow(len(k) + len(v))
-	sb.Write(k)
-	sb.Write(v)
-	all := sb.String()
-	r.SK = all[:len(k)]
-	if !decodeContractIn(v, all[len(k):], &r) {
+	var (
+		spans [item.NumContractAttrs]textSpan
+		r     = item.Record{PK: pk}
+	)
+	size, ok := contractSpans(v, &spans)
+	if !ok {
 		// Another attribute, or a corrupt encoding: the map's way, whose
 		// errors these are.
-		attrs, err := decodeAttrsIn(v, all[len(k):])
+		sk, attrs, err := decodeItem(k, v)
 		if err != nil {
-			return item.Record{PK: pk}, err
+			return r, err
 		}
-		it := item.Item{PK: pk, SK: r.SK, Attrs: attrs}
-		r = item.RecordOf(&it)
+		it := item.Item{PK: pk, SK: sk, Attrs: attrs}
+		return item.RecordOf(&it), nil
+	}
+	var sb strings.Builder
+	sb.Grow(len(k) + size)
+	sb.Write(k)
+	for i := range spans {
+		if sp := &spans[i]; sp.present {
+			sb.Write(v[sp.start:sp.end])
+		}
+	}
+	all := sb.String()
+	r.SK = all[:len(k)]
+	at := len(k)
+	for i := range spans {
+		if sp := &spans[i]; sp.present {
+			n := sp.end - sp.start
+			r.Vals[i] = item.Value{Type: sp.typ, Text: all[at : at+n]}
+			r.Present |= 1 << i
+			at += n
+		}
 	}
 	return r, nil
 }
 
-// decodeContractIn decodes b, whose copy is all, into r's contract
-// attributes; ok is false, and r is to be discarded, when b has an
+// textSpan is where an attribute's text is in an encoding.
+type textSpan struct {
+	start, end int
+	typ        item.Type
+	present    bool
+}
+
+// contractSpans finds the contract attributes of the encoding b: where
+// their texts are, and their total length. ok is false when b has an
 // attribute outside the contract or does not decode.
-func decodeContractIn(b []byte, all string, r *item.Record) bool {
+func contractSpans(b []byte, spans *[item.NumContractAttrs]textSpan) (size int, ok bool) {
+	if len(b) == 0 || b[0] != codecVersion {
+		return 0, false
+	}
 	n, pos, err := uvarintAt(b, 1)
 	if err != nil || n > uint64(len(b)-pos) {
-		return false
+		return 0, false
 	}
 	for range n {
 		var ns, ne, ts, te int
 		if ns, ne, pos, err = lenStringAt(b, pos); err != nil {
-			return false
+			return 0, false
 		}
 		i := contractPos(b[ns:ne])
 		if i < 0 || pos >= len(b) {
-			return false
+			return 0, false
 		}
 		typ := item.Type(b[pos])
 		if ts, te, pos, err = lenStringAt(b, pos+1); err != nil {
-			return false
+			return 0, false
 		}
-		r.Vals[i] = item.Value{Type: typ, Text: all[ts:te]}
-		r.Present |= 1 << i
+		if spans[i].present { // a name twice: the last one counts, as in a map
+			size -= spans[i].end - spans[i].start
+		}
+		spans[i] = textSpan{start: ts, end: te, typ: typ, present: true}
+		size += te - ts
 	}
-	return pos == len(b)
+	return size, pos == len(b)
 }
 
 // contractPos returns the position in item.ContractAttrs of the name b,
