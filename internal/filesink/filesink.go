@@ -235,11 +235,9 @@ func (s *Sink) place(tmp, key string) error {
 		if err == nil || !missing(err) || rel == "." || attempt > mkdirRetries {
 			return err
 		}
-		dir, err := s.openFolder(rel)
-		if err != nil {
+		if err := s.makeFolder(rel); err != nil {
 			return err
 		}
-		dir.close()
 	}
 }
 
