@@ -28,9 +28,10 @@ func (s *Sink) makeFolder(rel string) error {
 		err = s.root.Mkdir(rel, dirMode)
 	}
 	if errors.Is(err, fs.ErrExist) {
-		fi, serr := s.root.Lstat(rel)
-		if serr == nil && fi.IsDir() {
-			return nil // made meanwhile by another Put
+		// Made meanwhile by another Put, which may not have fsynced its
+		// parent yet: this Put does so too before relying on it.
+		if fi, serr := s.root.Lstat(rel); serr == nil && fi.IsDir() {
+			err = nil
 		}
 	}
 	if err != nil {
