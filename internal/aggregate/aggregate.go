@@ -56,8 +56,8 @@ var ErrOverflow = errors.New("sum out of range")
 
 // Aggregator sums one period. Add is not safe for concurrent use.
 type Aggregator struct {
-	p     report.Period
-	o     Options
+	p report.Period
+	o Options
 	// sums are the rows by agency, then currency (usually one): a map
 	// keyed by one string is cheaper than one keyed by a pair.
 	sums  map[string][]*report.SummaryRow
