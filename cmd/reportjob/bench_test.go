@@ -145,7 +145,10 @@ func BenchmarkRunSummaryOnly(b *testing.B) { benchRun(b, false) }
 func benchRun(b *testing.B, lineItems bool) {
 	n := benchSize(b)
 	src := benchStore(b, n)
-	var peak uint64
+	var (
+		peak uint64
+		cpu  time.Duration // the runs' CPU time (user and system), copies of the store left out
+	)
 	for b.Loop() {
 		b.StopTimer()
 		dir := b.TempDir()
@@ -154,7 +157,9 @@ func benchRun(b *testing.B, lineItems bool) {
 		ph := startHeapPeak()
 		stopCPU := startCPUProfile(b)
 		b.StartTimer()
+		cpu0 := processCPU()
 		out := mustRunCLI(b, "--config", cfg, "run", "--now", benchNow)
+		cpu += processCPU() - cpu0
 		b.StopTimer()
 		stopCPU()
 		peak = max(peak, ph.stop())
@@ -166,6 +171,8 @@ func benchRun(b *testing.B, lineItems bool) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tx/s")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+	// CPU time is steadier than wall time on a shared machine.
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 }
 
 // startCPUProfile profiles the CPU to the file RJBENCH_CPUPROF names, if

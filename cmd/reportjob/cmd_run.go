@@ -229,7 +229,7 @@ func (c *cli) newJob(st *store, b *bucket, onSummary func(report.SummaryRow)) *j
 			Version: version, SinkURL: cfg.Sink.URL,
 			Statements: statementsConfig(cfg),
 		},
-		Source: st, Index: st.Index, State: st, Bucket: b.Bucket,
+		Source: st.Source, Index: st.Index, State: st, Bucket: b.Bucket,
 		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), c.runID), RunID: c.runID, LeaseTTL: cfg.Report.LeaseTTL,
 		Log: c.log, OnSummary: onSummary,
 	}

@@ -54,13 +54,14 @@ type Options struct {
 // them: below 10^38), and is checked all the same.
 var ErrOverflow = errors.New("sum out of range")
 
-type sumKey struct{ agency, currency string }
-
 // Aggregator sums one period. Add is not safe for concurrent use.
 type Aggregator struct {
-	p     report.Period
-	o     Options
-	sums  map[sumKey]*report.SummaryRow
+	p report.Period
+	o Options
+	// sums are the rows by agency, then currency (usually one): a map
+	// keyed by one string is cheaper than one keyed by a pair.
+	sums  map[string][]*report.SummaryRow
+	nrows int
 	lines *extsort.Sorter
 	key   []byte
 	val   []byte
@@ -68,7 +69,7 @@ type Aggregator struct {
 
 // New returns an Aggregator of period p.
 func New(p report.Period, o Options) *Aggregator {
-	a := &Aggregator{p: p, o: o, sums: make(map[sumKey]*report.SummaryRow)}
+	a := &Aggregator{p: p, o: o, sums: make(map[string][]*report.SummaryRow)}
 	if o.LineItems {
 		a.lines = extsort.New(extsort.Options{Dir: o.Dir, MemBytes: o.SortMemBytes})
 	}
@@ -77,12 +78,7 @@ func New(p report.Period, o Options) *Aggregator {
 
 // Add adds one billed transaction.
 func (a *Aggregator) Add(tx *item.Transaction) error {
-	k := sumKey{tx.AgencyID, tx.Currency.Code}
-	r := a.sums[k]
-	if r == nil {
-		r = &report.SummaryRow{PeriodStart: a.p.Start.UTC(), PeriodEnd: a.p.End.UTC(), AgencyID: tx.AgencyID, Currency: tx.Currency}
-		a.sums[k] = r
-	}
+	r := a.row(tx)
 	bps, err := a.o.Prices.Of(tx)
 	if err != nil {
 		return fmt.Errorf("price transaction %q: %w", tx.ID, err)
@@ -113,6 +109,21 @@ func (a *Aggregator) Add(tx *item.Transaction) error {
 	return nil
 }
 
+// row returns the summary row of tx's agency and currency, made on first
+// use.
+func (a *Aggregator) row(tx *item.Transaction) *report.SummaryRow {
+	rows := a.sums[tx.AgencyID]
+	for _, r := range rows {
+		if r.Currency.Code == tx.Currency.Code {
+			return r
+		}
+	}
+	r := &report.SummaryRow{PeriodStart: a.p.Start.UTC(), PeriodEnd: a.p.End.UTC(), AgencyID: tx.AgencyID, Currency: tx.Currency}
+	a.sums[tx.AgencyID] = append(rows, r)
+	a.nrows++
+	return r
+}
+
 // lineKey is the line items' order: agency, currency, sort key, partition
 // key (ids and codes hold no 0x00).
 func lineKey(dst []byte, tx *item.Transaction) []byte {
@@ -128,15 +139,17 @@ func lineKey(dst []byte, tx *item.Transaction) []byte {
 // Summary returns the period's summary rows, sorted by (agency, currency),
 // with Net computed.
 func (a *Aggregator) Summary() ([]report.SummaryRow, error) {
-	rows := make([]report.SummaryRow, 0, len(a.sums))
-	for _, r := range a.sums {
-		net, ok := r.Gross.Sub(r.Refunds)
-		if !ok {
-			return nil, fmt.Errorf("agency %q %s: net: %w", r.AgencyID, r.Currency.Code, ErrOverflow)
+	rows := make([]report.SummaryRow, 0, a.nrows)
+	for _, agency := range a.sums {
+		for _, r := range agency {
+			net, ok := r.Gross.Sub(r.Refunds)
+			if !ok {
+				return nil, fmt.Errorf("agency %q %s: net: %w", r.AgencyID, r.Currency.Code, ErrOverflow)
+			}
+			row := *r
+			row.Net = net
+			rows = append(rows, row)
 		}
-		row := *r
-		row.Net = net
-		rows = append(rows, row)
 	}
 	slices.SortFunc(rows, compareRows)
 	return rows, nil

@@ -3,10 +3,12 @@ package collect_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/embedded"
 	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/keys"
 )
@@ -38,6 +40,60 @@ func (m *memSource) Query(ctx context.Context, pk, after string, fn func([]item.
 		}
 	}
 	return nil
+}
+
+// benchItems are n transactions of one partition, 1 in 50 sent twice.
+func benchItems(n int) []item.Item {
+	var items []item.Item
+	for i := range n {
+		t := item.Transaction{
+			ID: fmt.Sprintf("tx-1-%d", i+1), AgencyID: fmt.Sprintf("agency-%04d", i%500+1),
+			CustomerID: fmt.Sprintf("cust-%06d", i%200_000+1), ProductID: fmt.Sprintf("prod-%04d", i%5000+1),
+			Kind: item.Purchase, Currency: usd, Amount: int64(100 + i%10_000),
+			RecordedAt: p10.Start.Add(time.Duration(i) * 17 * time.Millisecond % time.Hour),
+		}
+		t.PK, t.SK = keys.ForTransaction(t.ID, t.RecordedAt, 0)
+		items = append(items, t.Item())
+		if i%50 == 0 {
+			items = append(items, t.Item())
+		}
+	}
+	return items
+}
+
+// BenchmarkReadEmbedded is BenchmarkReadDedupe's read (Read only: query,
+// decode, fingerprint, validate, sort records) from an embedded store,
+// 100,000 transactions: the store's decoding included.
+//
+//	go test ./internal/collect -run '^$' -bench ReadEmbedded -count 6
+func BenchmarkReadEmbedded(b *testing.B) {
+	const n = 100_000
+	s, err := embedded.Open(filepath.Join(b.TempDir(), "store.db"), embedded.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	items := benchItems(n)
+	for i := 0; i < len(items); i += 10_000 {
+		if err := s.PutItems(context.Background(), items[i:min(i+10_000, len(items))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	cpu := processCPU()
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := collect.Read(ctx, collect.Config{Concurrency: 1, Dir: b.TempDir()}, s, p10)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if c.ItemsRead != n { // a copy with the same keys replaced its first
+			b.Fatalf("read %d items, want %d", c.ItemsRead, n)
+		}
+		c.Close()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
+	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(n*b.N), "cpu-ns/item")
 }
 
 // BenchmarkReadDedupe reads 200,000 transactions of one partition (1 in

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ type outcome struct {
 }
 
 // run reads and dedupes p; index nil = within the period only.
-func run(t *testing.T, s *embedded.Store, p report.Period, index collect.Index, write bool) outcome {
+func run(t *testing.T, s collect.Source, p report.Period, index collect.Index, write bool) outcome {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -320,5 +321,42 @@ func TestCloseRemovesFiles(t *testing.T) {
 	}
 	if len(left) > 0 {
 		t.Errorf("files left after Close: %v", left)
+	}
+}
+
+// TestRecordSource: reading through the store's QueryRecords (what Read
+// does with an embedded store) and through its plain Query give the same
+// fingerprint, billing and rejects, with every attribute of the rejected
+// items, those outside the contract included.
+func TestRecordSource(t *testing.T) {
+	s := openStore(t)
+	at := p10.Start.Add(5 * time.Minute)
+	extra := tx("t-extra", "a", 100, at)
+	extra.Attrs["note"] = item.S("kept")
+	badExtra := tx("t-bad-extra", "a", 100, at)
+	badExtra.Attrs[item.AttrAmount] = item.N("1.999")
+	badExtra.Attrs["note"] = item.N("7")
+	bad := tx("t-bad", "a", 100, at)
+	bad.Attrs[item.AttrCurrency] = item.S("usd")
+	noAgency := tx("t-no-agency", "a", 100, at)
+	delete(noAgency.Attrs, item.AttrAgencyID)
+	put(t, s, tx("t-1", "a", 100, at), tx("t-1", "a", 100, at.Add(time.Minute)), extra, badExtra, bad, noAgency,
+		tx("t-conf", "b", 1, at), tx("t-conf", "b", 2, at.Add(time.Minute)))
+	if _, ok := collect.Source(s).(collect.RecordSource); !ok {
+		t.Fatal("the embedded store is not a RecordSource")
+	}
+	plain := run(t, struct{ collect.Source }{s}, p10, nil, false)
+	records := run(t, s, p10, nil, false)
+	plain.stats.RejectsFile, records.stats.RejectsFile = "", "" // two scratch folders
+	if !reflect.DeepEqual(plain, records) {
+		t.Errorf("through QueryRecords\n%+v\nthrough Query\n%+v", records, plain)
+	}
+	if len(records.rejects) != 5 || len(records.billed) != 2 {
+		t.Errorf("rejects %v, billed %v: want 5 and 2", reasons(records.rejects), records.billed)
+	}
+	for _, r := range records.rejects {
+		if r.Value == "1.999" && !reflect.DeepEqual(r.Item["note"], map[string]any{"N": "7"}) {
+			t.Errorf("reject of t-bad-extra: item %v, want its note", r.Item)
+		}
 	}
 }

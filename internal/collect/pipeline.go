@@ -59,6 +59,7 @@ type grouper struct {
 
 	// The group of records of the current transaction id.
 	group   []record // the records, in arena
+	inGroup bool     // a group is open: groupID is its id
 	groupID []byte
 	groupFP [FPLen]byte
 	mixed   bool // the group holds different contents
@@ -92,13 +93,14 @@ func (g *grouper) walkRecords() error {
 		if !ok {
 			return fmt.Errorf("sort by transaction id: malformed key %q", g.it.Key())
 		}
-		if g.groupID != nil && !bytes.Equal(id, g.groupID) {
+		if g.inGroup && !bytes.Equal(id, g.groupID) {
 			if err := g.endGroup(); err != nil {
 				return err
 			}
 		}
-		if g.groupID == nil {
-			g.groupID = append(g.groupID[:0], id...)
+		if !g.inGroup {
+			// groupID's memory is reused from group to group.
+			g.groupID, g.inGroup = append(g.groupID[:0], id...), true
 			g.groupFP = fp
 		} else if fp != g.groupFP {
 			g.mixed = true
@@ -113,7 +115,7 @@ func (g *grouper) walkRecords() error {
 	if err := g.it.Err(); err != nil {
 		return fmt.Errorf("sort by transaction id: %w", err)
 	}
-	if g.groupID != nil {
+	if g.inGroup {
 		if err := g.endGroup(); err != nil {
 			return err
 		}
@@ -150,7 +152,7 @@ func (g *grouper) endGroup() error {
 		}
 		g.arena = g.arena[:0]
 	}
-	g.groupID, g.mixed = nil, false
+	g.inGroup, g.mixed = false, false
 	if len(g.cur.entries) == MaxLookup {
 		return g.dispatch()
 	}

@@ -127,7 +127,14 @@ func (c *Collected) read(ctx context.Context, src Source) error {
 		wg.Go(func() {
 			defer func() { <-sem }()
 			pr := &partReader{c: c, log: c.rejects[i], res: &results[i]}
-			err := queryPipelined(ctx, src, pk, pr.page)
+			var err error
+			if rs, ok := src.(RecordSource); ok {
+				err = pipelined(ctx, func(ctx context.Context, fn func([]item.Record) error) error {
+					return rs.QueryRecords(ctx, pk, "", fn)
+				}, pr.records)
+			} else {
+				err = queryPipelined(ctx, src, pk, pr.page)
+			}
 			if ferr := c.rejects[i].finish(); err == nil {
 				err = ferr
 			}
@@ -161,10 +168,19 @@ const pagesAhead = 1
 // pagesAhead+1 pages are held. The first error of either side stops both
 // and is returned.
 func queryPipelined(ctx context.Context, src Source, pk string, fn func([]item.Item) error) error {
+	return pipelined(ctx, func(ctx context.Context, fn func([]item.Item) error) error {
+		return src.Query(ctx, pk, "", fn)
+	}, fn)
+}
+
+// pipelined is queryPipelined of any query: query(ctx, f) calls f with
+// successive pages (which f must not keep) until done, f's error or ctx's
+// end.
+func pipelined[T any](ctx context.Context, query func(context.Context, func([]T) error) error, fn func([]T) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	pages := make(chan []item.Item, pagesAhead)
-	free := make(chan []item.Item, pagesAhead+1)
+	pages := make(chan []T, pagesAhead)
+	free := make(chan []T, pagesAhead+1)
 	var fnErr error
 	done := make(chan struct{})
 	go func() {
@@ -183,8 +199,8 @@ func queryPipelined(ctx context.Context, src Source, pk string, fn func([]item.I
 			}
 		}
 	}()
-	qerr := src.Query(ctx, pk, "", func(page []item.Item) error {
-		var pg []item.Item
+	qerr := query(ctx, func(page []T) error {
+		var pg []T
 		select {
 		case pg = <-free:
 		default:
@@ -218,35 +234,58 @@ type partReader struct {
 func (pr *partReader) page(page []item.Item) error {
 	for i := range page {
 		it := &page[i]
-		pr.res.items++
-		vals, present := it.Contract()
-		pr.buf = pr.res.fp.addContract(it.PK, it.SK, &vals, present, pr.buf)
-		tx, err := item.ParseContract(it.PK, it.SK, &vals, present)
-		if err != nil {
-			var re *item.RejectError
-			if !errors.As(err, &re) {
-				return err
-			}
-			if err := pr.log.add(newReject(*it, re.Field, re.Value, re.Reason)); err != nil {
-				return err
-			}
-			pr.log.sightID(it)
-			continue
+		r := item.Record{PK: it.PK, SK: it.SK}
+		r.Vals, r.Present = it.Contract()
+		if err := pr.add(&r, it); err != nil {
+			return err
 		}
-		if reason := pr.agencyProblem(tx.AgencyID); reason != "" {
-			if err := pr.log.add(newReject(*it, item.AttrAgencyID, tx.AgencyID, reason)); err != nil {
-				return err
-			}
-			pr.log.sightID(it)
-			continue
-		}
-		// The value leaves out what the key holds (keys, id).
-		pr.key, pr.val = idKey(pr.key[:0], &tx), tx.AppendBinaryBody(pr.val[:0])
-		if err := pr.c.sorted.Add(pr.key, pr.val); err != nil {
-			return fmt.Errorf("sort by transaction id: %w", err)
-		}
-		pr.res.valid++
 	}
+	return nil
+}
+
+// records is page for a RecordSource.
+func (pr *partReader) records(page []item.Record) error {
+	for i := range page {
+		if err := pr.add(&page[i], nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// add fingerprints and validates the item r (it when the caller has the
+// item, nil to make it from r for a reject) and adds it to the sort or
+// the rejects.
+func (pr *partReader) add(r *item.Record, it *item.Item) error {
+	pr.res.items++
+	pr.buf = pr.res.fp.addContract(r.PK, r.SK, &r.Vals, r.Present, pr.buf)
+	tx, err := item.ParseContract(r.PK, r.SK, &r.Vals, r.Present)
+	if err == nil {
+		if reason := pr.agencyProblem(tx.AgencyID); reason != "" {
+			err = &item.RejectError{Field: item.AttrAgencyID, Value: tx.AgencyID, Reason: reason}
+		}
+	}
+	if err != nil {
+		var re *item.RejectError
+		if !errors.As(err, &re) {
+			return err
+		}
+		if it == nil {
+			whole := r.Item()
+			it = &whole
+		}
+		if err := pr.log.add(newReject(*it, re.Field, re.Value, re.Reason)); err != nil {
+			return err
+		}
+		pr.log.sightID(it)
+		return nil
+	}
+	// The value leaves out what the key holds (keys, id).
+	pr.key, pr.val = idKey(pr.key[:0], &tx), tx.AppendBinaryBody(pr.val[:0])
+	if err := pr.c.sorted.Add(pr.key, pr.val); err != nil {
+		return fmt.Errorf("sort by transaction id: %w", err)
+	}
+	pr.res.valid++
 	return nil
 }
 

@@ -28,6 +28,15 @@ type Source interface {
 	Query(ctx context.Context, pk, after string, fn func(page []item.Item) error) error
 }
 
+// RecordSource is a Source that can also give a partition's items as
+// item.Records: QueryRecords is Query (same pages, same order, same
+// errors) with each item as item.RecordOf would make it, decoded without
+// building the item's map when it has no attribute outside the contract.
+// Read uses it when its Source has it.
+type RecordSource interface {
+	QueryRecords(ctx context.Context, pk, after string, fn func(page []item.Record) error) error
+}
+
 // FPLen is the length of a claim's content fingerprint: the first 16
 // bytes of item.Transaction.Fingerprint.
 const FPLen = 16

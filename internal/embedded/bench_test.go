@@ -64,3 +64,30 @@ func BenchmarkQuery(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "items/s")
 }
+
+// BenchmarkDecodeRecord decodes one stored transaction-shaped item into an
+// item.Record (what a period's read does per item); ItemContract is the
+// map way it replaced: decodeItem, then Item.Contract.
+func BenchmarkDecodeRecord(b *testing.B) {
+	it := benchItems("202401010000", 7, 1)[0]
+	k, v := []byte(it.SK), encodeAttrs(it.Attrs)
+	b.Run("Record", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r, err := decodeRecord(it.PK, k, v)
+			if err != nil || r.Present == 0 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ItemContract", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sk, attrs, err := decodeItem(k, v)
+			it := item.Item{PK: it.PK, SK: sk, Attrs: attrs}
+			if _, present := it.Contract(); err != nil || present == 0 {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -118,6 +118,115 @@ func decodeItem(k, v []byte) (string, map[string]item.Value, error) {
 	return all[:len(k)], attrs, err
 }
 
+// decodeRecord decodes a stored item of partition pk, sort key k and
+// attributes v into a Record, with one allocation for the strings: the
+// sort key and the contract attributes' texts (not their names, which are
+// the package constants) are copied into one string, and a map is made
+// only for an item with other attributes. Its errors are decodeItem's.
+func decodeRecord(pk string, k, v []byte) (item.Record, error) {
+	var (
+		spans [item.NumContractAttrs]textSpan
+		r     = item.Record{PK: pk}
+	)
+	size, ok := contractSpans(v, &spans)
+	if !ok {
+		// Another attribute, or a corrupt encoding: the map's way, whose
+		// errors these are.
+		sk, attrs, err := decodeItem(k, v)
+		if err != nil {
+			return r, err
+		}
+		it := item.Item{PK: pk, SK: sk, Attrs: attrs}
+		return item.RecordOf(&it), nil
+	}
+	var sb strings.Builder
+	sb.Grow(len(k) + size)
+	sb.Write(k)
+	for i := range spans {
+		if sp := &spans[i]; sp.present {
+			sb.Write(v[sp.start:sp.end])
+		}
+	}
+	all := sb.String()
+	r.SK = all[:len(k)]
+	at := len(k)
+	for i := range spans {
+		if sp := &spans[i]; sp.present {
+			n := sp.end - sp.start
+			r.Vals[i] = item.Value{Type: sp.typ, Text: all[at : at+n]}
+			r.Present |= 1 << i
+			at += n
+		}
+	}
+	return r, nil
+}
+
+// textSpan is where an attribute's text is in an encoding.
+type textSpan struct {
+	start, end int
+	typ        item.Type
+	present    bool
+}
+
+// contractSpans finds the contract attributes of the encoding b: where
+// their texts are, and their total length. ok is false when b has an
+// attribute outside the contract or does not decode.
+func contractSpans(b []byte, spans *[item.NumContractAttrs]textSpan) (size int, ok bool) {
+	if len(b) == 0 || b[0] != codecVersion {
+		return 0, false
+	}
+	n, pos, err := uvarintAt(b, 1)
+	if err != nil || n > uint64(len(b)-pos) {
+		return 0, false
+	}
+	for range n {
+		var ns, ne, ts, te int
+		if ns, ne, pos, err = lenStringAt(b, pos); err != nil {
+			return 0, false
+		}
+		i := contractPos(b[ns:ne])
+		if i < 0 || pos >= len(b) {
+			return 0, false
+		}
+		typ := item.Type(b[pos])
+		if ts, te, pos, err = lenStringAt(b, pos+1); err != nil {
+			return 0, false
+		}
+		if spans[i].present { // a name twice: the last one counts, as in a map
+			size -= spans[i].end - spans[i].start
+		}
+		spans[i] = textSpan{start: ts, end: te, typ: typ, present: true}
+		size += te - ts
+	}
+	return size, pos == len(b)
+}
+
+// contractPos returns the position in item.ContractAttrs of the name b,
+// -1 for another name, without allocating.
+func contractPos(b []byte) int {
+	switch string(b) {
+	case item.AttrTransactionID:
+		return 0
+	case item.AttrAgencyID:
+		return 1
+	case item.AttrAmount:
+		return 2
+	case item.AttrCurrency:
+		return 3
+	case item.AttrKind:
+		return 4
+	case item.AttrCommissionBPS:
+		return 5
+	case item.AttrCustomerID:
+		return 6
+	case item.AttrProductID:
+		return 7
+	case item.AttrRecordedAt:
+		return 8
+	}
+	return -1
+}
+
 // decodeAttrsIn decodes b, whose copy is all: texts (and names outside
 // the contract) are substrings of all.
 func decodeAttrsIn(b []byte, all string) (map[string]item.Value, error) {

@@ -3,7 +3,9 @@ package embedded
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"maps"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -56,6 +58,54 @@ func TestEncodeContractAttrs(t *testing.T) {
 		back, err := decodeAttrs(got)
 		if err != nil || !maps.Equal(back, attrs) {
 			t.Fatalf("round trip of %v: %v %v", attrs, back, err)
+		}
+	}
+}
+
+// TestDecodeRecord: decodeRecord gives what decodeItem gives (the same
+// item, or the same error), for contract-only items, items with other
+// attributes, and corrupted encodings; contract-only items have no map.
+func TestDecodeRecord(t *testing.T) {
+	for i, name := range item.ContractAttrs {
+		if got := contractPos([]byte(name)); got != i {
+			t.Fatalf("contractPos(%q) = %d, want %d", name, got, i)
+		}
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	for n := range 5000 {
+		attrs := map[string]item.Value{}
+		for _, name := range item.ContractAttrs {
+			if r.IntN(3) > 0 {
+				attrs[name] = item.Value{Type: item.Type(1 + r.IntN(3)), Text: string(rune('a' + r.IntN(26)))}
+			}
+		}
+		if n%5 == 0 {
+			attrs["zz_extra"] = item.S("x")
+		}
+		v := encodeAttrs(attrs)
+		if n%3 == 0 && len(v) > 1 { // corrupt a byte, or cut the end
+			v = bytes.Clone(v)
+			if r.IntN(2) == 0 {
+				v[r.IntN(len(v))] = byte(r.IntN(256))
+			} else {
+				v = v[:r.IntN(len(v))]
+			}
+		}
+		k := []byte(fmt.Sprintf("sk-%d", n))
+		sk, want, werr := decodeItem(k, v)
+		rec, gerr := decodeRecord("pk", k, v)
+		if fmt.Sprint(werr) != fmt.Sprint(gerr) {
+			t.Fatalf("%x: decodeRecord error %v, decodeItem %v", v, gerr, werr)
+		}
+		if werr != nil {
+			continue
+		}
+		got := rec.Item()
+		if got.PK != "pk" || got.SK != sk || !maps.Equal(got.Attrs, want) {
+			t.Fatalf("%x: decodeRecord %v, decodeItem %q %v", v, got, sk, want)
+		}
+		if extra := len(want) != bits.OnesCount16(rec.Present); extra != (rec.Others != nil) {
+			t.Fatalf("%x: Others %v for %v", v, rec.Others, want)
 		}
 	}
 }

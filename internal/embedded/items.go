@@ -76,10 +76,29 @@ func (s *Store) PutItems(ctx context.Context, items []item.Item) error {
 // own read transaction, none is held while fn runs; the next page starts
 // after the last key of the previous one.
 func (s *Store) Query(ctx context.Context, pk, after string, fn func(page []item.Item) error) error {
+	return query(s, ctx, pk, after, func(k, v []byte) (item.Item, error) {
+		sk, attrs, err := decodeItem(k, v)
+		return item.Item{PK: pk, SK: sk, Attrs: attrs}, err
+	}, fn)
+}
+
+// QueryRecords is Query with each item given as its item.Record
+// (collect.RecordSource): the contract's attributes are decoded into the
+// Record's array, and no map is built for an item that has no other
+// attribute.
+func (s *Store) QueryRecords(ctx context.Context, pk, after string, fn func(page []item.Record) error) error {
+	return query(s, ctx, pk, after, func(k, v []byte) (item.Record, error) {
+		return decodeRecord(pk, k, v)
+	}, fn)
+}
+
+// query is Query with pages of what decode makes of each stored key and
+// value.
+func query[T any](s *Store, ctx context.Context, pk, after string, decode func(k, v []byte) (T, error), fn func(page []T) error) error {
 	if pk == "" {
 		return errors.New("query embedded store: partition key is empty")
 	}
-	var page []item.Item
+	var page []T
 	last := []byte(after)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -89,7 +108,7 @@ func (s *Store) Query(ctx context.Context, pk, after string, fn func(page []item
 			more bool
 			err  error
 		)
-		page, last, more, err = s.readPage(pk, last, page[:0])
+		page, last, more, err = readPage(s, pk, last, page[:0], decode)
 		if err != nil {
 			return fmt.Errorf("query partition %q of %s: %w", pk, s.path, err)
 		}
@@ -106,8 +125,9 @@ func (s *Store) Query(ctx context.Context, pk, after string, fn func(page []item
 
 // readPage appends to page the items of pk after `after` up to the page
 // bounds, and returns the last key read and whether items may follow it.
-func (s *Store) readPage(pk string, after []byte, page []item.Item) ([]item.Item, []byte, bool, error) {
+func readPage[T any](s *Store, pk string, after []byte, page []T, decode func(k, v []byte) (T, error)) ([]T, []byte, bool, error) {
 	more := false
+	var last []byte
 	err := s.db.View(func(tx *bolt.Tx) error {
 		root := tx.Bucket(bucketItems)
 		if root == nil {
@@ -123,16 +143,19 @@ func (s *Store) readPage(pk string, after []byte, page []item.Item) ([]item.Item
 			k, v = c.Next()
 		}
 		size := 0
+		var lastK []byte // bbolt's memory: copied before the transaction ends
+		defer func() { last = bytes.Clone(lastK) }()
 		for ; k != nil; k, v = c.Next() {
 			if len(page) >= s.opts.PageSize || (len(page) > 0 && size+len(k)+len(v) > s.opts.PageBytes) {
 				more = true
 				return nil
 			}
-			sk, attrs, err := decodeItem(k, v)
+			it, err := decode(k, v)
 			if err != nil {
 				return fmt.Errorf("item (%q, %q): %w", pk, k, err)
 			}
-			page = append(page, item.Item{PK: pk, SK: sk, Attrs: attrs})
+			page = append(page, it)
+			lastK = k
 			size += len(k) + len(v)
 		}
 		return nil
@@ -140,10 +163,10 @@ func (s *Store) readPage(pk string, after []byte, page []item.Item) ([]item.Item
 	if err != nil {
 		return nil, nil, false, err
 	}
-	if len(page) > 0 {
-		after = []byte(page[len(page)-1].SK)
+	if last == nil {
+		last = after
 	}
-	return page, after, more, nil
+	return page, last, more, nil
 }
 
 // DeleteItem removes the item with keys (pk, sk), if any: what an operator

@@ -32,6 +32,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,7 +73,9 @@ type Sink struct {
 
 	tmpMu   sync.Mutex
 	tmpDir  string   // this Sink's temporary folder, "" until the first Put
+	tmpRoot *os.Root // tmpDir, where Put creates and stamps its files
 	tmpLock *os.File // its .lock, flocked while the Sink is open
+	tmpSeq  atomic.Uint64
 }
 
 var _ driver.Bucket = (*Sink)(nil)
@@ -142,10 +145,11 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 	if reserved(key) {
 		return driver.Attrs{}, errReserved
 	}
-	tmp, f, err := s.createTemp()
+	tmp, t, err := s.createTemp()
 	if err != nil {
 		return driver.Attrs{}, err
 	}
+	f := t.f
 	done := false
 	defer func() {
 		if !done {
@@ -160,18 +164,22 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 	if _, err := body.Seek(0, io.SeekStart); err != nil {
 		return driver.Attrs{}, fmt.Errorf("body: %w", err)
 	}
-	n, err := io.CopyBuffer(f, ctxReader{ctx, io.LimitReader(body, size)}, make([]byte, 256<<10))
+	buf := copyBufs.Get().(*[]byte)
+	n, err := io.CopyBuffer(f, ctxReader{ctx, io.LimitReader(body, size)}, *buf)
+	copyBufs.Put(buf)
 	if err != nil {
 		return driver.Attrs{}, fmt.Errorf("write temporary file: %w", err)
 	}
 	if n != size {
 		return driver.Attrs{}, fmt.Errorf("body: %w after %d of %d bytes", io.ErrUnexpectedEOF, n, size)
 	}
-	if err := f.Sync(); err != nil {
-		return driver.Attrs{}, fmt.Errorf("sync temporary file: %w", err)
-	}
 	var fi fs.FileInfo
 	if opts.IfNoneMatch || opts.IfMatch != "" {
+		// The body is made durable before the lock is taken, so that the
+		// lock is held for the stamp's fsync only.
+		if err := f.Sync(); err != nil {
+			return driver.Attrs{}, fmt.Errorf("sync temporary file: %w", err)
+		}
 		unlock, err := s.lock(ctx)
 		if err != nil {
 			return driver.Attrs{}, err
@@ -184,7 +192,7 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 		if err := precondition(cur, opts); err != nil {
 			return driver.Attrs{}, err
 		}
-		if fi, err = stamp(s.root, tmp, f, cur); err != nil {
+		if fi, err = stamp(t, cur); err != nil {
 			return driver.Attrs{}, err
 		}
 		if err := ctx.Err(); err != nil {
@@ -195,7 +203,8 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 		}
 		unlock()
 	} else {
-		if fi, err = stamp(s.root, tmp, f, nil); err != nil {
+		// One fsync (stamp's) makes the body and its time durable.
+		if fi, err = stamp(t, nil); err != nil {
 			return driver.Attrs{}, err
 		}
 		if err := ctx.Err(); err != nil {
@@ -215,25 +224,28 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 	return attrs(key, fi), nil
 }
 
-// place renames the temporary file tmp to key, creating key's folder; a
-// Delete may remove a new, empty folder before the rename: then it tries
-// again.
+// place renames the temporary file tmp to key, creating key's folder
+// when the rename finds it missing (the usual folder exists: one rename,
+// no look-up before it); a Delete may remove a new, empty folder before
+// the rename: then it tries again.
 func (s *Sink) place(tmp, key string) error {
 	rel := path.Dir(key)
 	for attempt := 0; ; attempt++ {
-		if rel != "." {
-			dir, err := s.openFolder(rel)
-			if err != nil {
-				return err
-			}
-			dir.close()
-		}
 		err := s.root.Rename(tmp, key)
-		if err == nil || !missing(err) || attempt >= mkdirRetries {
+		if err == nil || !missing(err) || rel == "." || attempt > mkdirRetries {
+			return err
+		}
+		if err := s.makeFolder(rel); err != nil {
 			return err
 		}
 	}
 }
+
+// copyBufs holds the buffers of Put's copies (256 KiB each).
+var copyBufs = sync.Pool{New: func() any {
+	b := make([]byte, 256<<10)
+	return &b
+}}
 
 // precondition checks opts against cur, the target's Lstat (nil when
 // there is none).
@@ -259,21 +271,21 @@ func etagOf(fi fs.FileInfo) string {
 	return etag(fi)
 }
 
-// stamp sets the modification time of the temporary file tmp (open as f)
-// to now, or just after cur's when that is not earlier, fsyncs it and
-// returns its FileInfo.
-func stamp(dir *os.Root, tmp string, f *os.File, cur fs.FileInfo) (fs.FileInfo, error) {
+// stamp sets the modification time of the temporary file t to now, or
+// just after cur's when that is not earlier, fsyncs it and returns its
+// FileInfo.
+func stamp(t tempFile, cur fs.FileInfo) (fs.FileInfo, error) {
 	mtime := time.Now()
 	if cur != nil && !mtime.After(cur.ModTime()) {
 		mtime = cur.ModTime().Add(time.Nanosecond)
 	}
-	if err := dir.Chtimes(tmp, time.Time{}, mtime); err != nil {
+	if err := t.dir.Chtimes(t.name, time.Time{}, mtime); err != nil {
 		return nil, err
 	}
-	if err := f.Sync(); err != nil {
+	if err := t.f.Sync(); err != nil {
 		return nil, fmt.Errorf("sync temporary file: %w", err)
 	}
-	fi, err := f.Stat()
+	fi, err := t.f.Stat()
 	if err != nil {
 		return nil, err
 	}

@@ -8,50 +8,36 @@ import (
 	"path"
 )
 
-// folder is an open folder of the sink: the root itself or a sub-root.
+// folder is an open folder of the sink (the root).
 type folder struct {
-	r   *os.Root
-	own bool // r was opened for this folder and must be closed
+	r *os.Root
 }
 
-func (d folder) close() {
-	if d.own {
-		d.r.Close()
-	}
-}
-
-// sync fsyncs the folder.
-func (d folder) sync() error { return d.syncPath(".") }
-
-// openFolder opens the folder rel, creating it when missing.
-func (s *Sink) openFolder(rel string) (folder, error) {
-	if rel == "" {
-		return folder{r: s.root}, nil
-	}
-	r, err := s.root.OpenRoot(rel)
-	if err == nil {
-		return folder{r: r, own: true}, nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return folder{}, fmt.Errorf("open folder: %w", err)
-	}
-	if err := s.root.MkdirAll(rel, dirMode); err != nil {
-		return folder{}, fmt.Errorf("create folder: %w", err)
-	}
-	// Make the new folders' names durable: fsync every folder above rel.
-	for p := path.Dir(rel); ; p = path.Dir(p) {
-		if err := (folder{r: s.root}).syncPath(p); err != nil {
-			return folder{}, err
+// makeFolder creates the folder rel and its missing parents, top-down,
+// and fsyncs the parent of each folder it creates, so that the new names
+// are durable. Folders that exist are left alone (their names were made
+// durable by whoever made them): for a new agency folder under an
+// existing period folder that is one mkdir and one fsync, not an fsync
+// of every folder up to DIR.
+func (s *Sink) makeFolder(rel string) error {
+	err := s.root.Mkdir(rel, dirMode)
+	if errors.Is(err, fs.ErrNotExist) && path.Dir(rel) != "." {
+		if err := s.makeFolder(path.Dir(rel)); err != nil {
+			return err
 		}
-		if p == "." {
-			break
+		err = s.root.Mkdir(rel, dirMode)
+	}
+	if errors.Is(err, fs.ErrExist) {
+		// Made meanwhile by another Put, which may not have fsynced its
+		// parent yet: this Put does so too before relying on it.
+		if fi, serr := s.root.Lstat(rel); serr == nil && fi.IsDir() {
+			err = nil
 		}
 	}
-	r, err = s.root.OpenRoot(rel)
 	if err != nil {
-		return folder{}, fmt.Errorf("open folder: %w", err)
+		return fmt.Errorf("create folder: %w", err)
 	}
-	return folder{r: r, own: true}, nil
+	return (folder{r: s.root}).syncPath(path.Dir(rel))
 }
 
 // syncPath fsyncs the folder rel below d.

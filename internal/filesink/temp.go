@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -37,21 +38,21 @@ func randomHex() string {
 	return hex.EncodeToString(b[:])
 }
 
-// tempFolder returns the Sink's own temporary folder (relative to DIR),
-// making and locking it on first use.
-func (s *Sink) tempFolder() (string, error) {
+// tempFolder returns the Sink's own temporary folder (relative to DIR)
+// and a root on it, making and locking it on first use.
+func (s *Sink) tempFolder() (string, *os.Root, error) {
 	s.tmpMu.Lock()
 	defer s.tmpMu.Unlock()
 	if s.tmpDir != "" {
-		return s.tmpDir, nil
+		return s.tmpDir, s.tmpRoot, nil
 	}
 	if err := s.root.MkdirAll(tmpArea, dirMode); err != nil {
-		return "", fmt.Errorf("temporary folder: %w", err)
+		return "", nil, fmt.Errorf("temporary folder: %w", err)
 	}
 	id := randomHex()
 	fresh := path.Join(tmpArea, tmpNewPrefix+id)
 	if err := s.root.Mkdir(fresh, dirMode); err != nil {
-		return "", fmt.Errorf("temporary folder: %w", err)
+		return "", nil, fmt.Errorf("temporary folder: %w", err)
 	}
 	f, err := s.root.OpenFile(path.Join(fresh, tmpLockName), os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
 	if err == nil {
@@ -67,27 +68,45 @@ func (s *Sink) tempFolder() (string, error) {
 			f.Close()
 		}
 	}
+	var r *os.Root
+	if err == nil {
+		r, err = s.root.OpenRoot(final)
+		if err != nil {
+			f.Close()
+			fresh = final
+		}
+	}
 	if err != nil {
 		s.root.RemoveAll(fresh)
-		return "", fmt.Errorf("temporary folder: %w", err)
+		return "", nil, fmt.Errorf("temporary folder: %w", err)
 	}
-	s.tmpDir, s.tmpLock = final, f
-	return final, nil
+	s.tmpDir, s.tmpRoot, s.tmpLock = final, r, f
+	return final, r, nil
+}
+
+// tempFile is an open temporary file: name in the root dir (the Sink's
+// temporary folder).
+type tempFile struct {
+	f    *os.File
+	dir  *os.Root
+	name string
 }
 
 // createTemp creates a temporary file in the Sink's temporary folder and
-// returns its path relative to DIR.
-func (s *Sink) createTemp() (string, *os.File, error) {
-	dir, err := s.tempFolder()
+// returns its path relative to DIR. The file is created through the
+// folder's own root (one name to resolve, not three), and named by a
+// counter: the folder is this Sink's alone.
+func (s *Sink) createTemp() (string, tempFile, error) {
+	dir, r, err := s.tempFolder()
 	if err != nil {
-		return "", nil, err
+		return "", tempFile{}, err
 	}
-	tmp := path.Join(dir, tmpPrefix+randomHex())
-	f, err := s.root.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+	name := tmpPrefix + strconv.FormatUint(s.tmpSeq.Add(1), 16)
+	f, err := r.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
 	if err != nil {
-		return "", nil, fmt.Errorf("create temporary file: %w", err)
+		return "", tempFile{}, fmt.Errorf("create temporary file: %w", err)
 	}
-	return tmp, f, nil
+	return dir + "/" + name, tempFile{f: f, dir: r, name: name}, nil
 }
 
 // closeTemp removes the Sink's temporary folder and releases its lock.
@@ -97,9 +116,10 @@ func (s *Sink) closeTemp() {
 	if s.tmpDir == "" {
 		return
 	}
+	s.tmpRoot.Close()
 	s.root.RemoveAll(s.tmpDir)
 	s.tmpLock.Close()
-	s.tmpDir, s.tmpLock = "", nil
+	s.tmpDir, s.tmpRoot, s.tmpLock = "", nil, nil
 }
 
 // sweepTemp removes the temporary folders of dead processes (see above).

@@ -93,3 +93,16 @@ func BenchmarkBinary(b *testing.B) {
 		b.ReportMetric(float64(len(buf)), "B/record")
 	})
 }
+
+// BenchmarkParseContract validates one typical item's contract values
+// (what collect does, after one walk of the item for the fingerprint too).
+func BenchmarkParseContract(b *testing.B) {
+	it := benchItem()
+	vals, present := it.Contract()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseContract(it.PK, it.SK, &vals, present); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,6 +2,9 @@ package item
 
 import (
 	"errors"
+	"fmt"
+	"math/bits"
+	"reflect"
 	"testing"
 	"time"
 
@@ -49,6 +52,29 @@ func TestBinaryRoundTrip(t *testing.T) {
 			if err := gotBody.DecodeBinaryBody(nil, nil, nil, body[:n]); !errors.Is(err, ErrCorruptRecord) {
 				t.Fatalf("body truncated to %d bytes: err %v, want ErrCorruptRecord", n, err)
 			}
+		}
+	}
+}
+
+// TestRecordRoundTrip: a Record gives back its item, contract attributes
+// and others, and validates as the item does.
+func TestRecordRoundTrip(t *testing.T) {
+	for _, it := range []Item{
+		{PK: "p", SK: "s", Attrs: map[string]Value{AttrTransactionID: S("t"), AttrAmount: N("1")}},
+		{PK: "p", SK: "s", Attrs: map[string]Value{AttrTransactionID: S("t"), "extra": S("x"), "n": N("2")}},
+		{PK: "p", SK: "s", Attrs: map[string]Value{}},
+	} {
+		r := RecordOf(&it)
+		if got := r.Item(); !reflect.DeepEqual(got, it) {
+			t.Errorf("RecordOf(%v).Item() = %v", it, got)
+		}
+		if (r.Others == nil) != (len(it.Attrs) == bits.OnesCount16(r.Present)) {
+			t.Errorf("%v: Others %v", it, r.Others)
+		}
+		_, err1 := Parse(it)
+		_, err2 := r.Parse()
+		if fmt.Sprint(err1) != fmt.Sprint(err2) {
+			t.Errorf("%v: Parse %v, Record.Parse %v", it, err1, err2)
 		}
 	}
 }

@@ -92,165 +92,245 @@ func Parse(it Item) (Transaction, error) {
 // that needs them for something else too walks the item once).
 func ParseContract(pk, sk string, vals *[NumContractAttrs]Value, present uint16) (Transaction, error) {
 	t := Transaction{PK: pk, SK: sk, Kind: Purchase}
-	var err *RejectError
-	get := func(name string, typ Type, required bool) (string, bool) {
-		if err != nil {
-			return "", false
-		}
-		i := contractIndex(name)
-		v, ok := vals[i], present&(1<<i) != 0
-		if !ok {
-			if required {
-				err = reject(name, "", "missing")
-			}
-			return "", false
-		}
-		if v.Type != typ {
-			err = reject(name, v.Text, fmt.Sprintf("want type %s, got %s", typ, v.Type))
-			return "", false
-		}
-		return v.Text, true
-	}
-	check := func(name, s string, present bool, check func(string) string) {
-		if err != nil || !present {
-			return
-		}
-		if reason := check(s); reason != "" {
-			err = reject(name, s, reason)
-		}
-	}
-
-	t.ID, _ = get(AttrTransactionID, String, true)
-	check(AttrTransactionID, t.ID, err == nil, textRule(1, maxTransactionID, unicode.IsControl))
-	t.AgencyID, _ = get(AttrAgencyID, String, true)
-	check(AttrAgencyID, t.AgencyID, err == nil, textRule(1, maxAgencyID, notPrintable))
-	check(AttrAgencyID, t.AgencyID, err == nil, func(s string) string {
-		if n := keys.EscapedAgencyLen(s); n > keys.MaxEscapedAgency {
-			return fmt.Sprintf("escaped for the report's object key it is %d bytes, over %d: no file or S3 key can hold it",
-				n, keys.MaxEscapedAgency)
-		}
-		return ""
-	})
-
-	code, ok := get(AttrCurrency, String, true)
-	check(AttrCurrency, code, ok, func(s string) string {
-		c, lerr := money.LookupCurrency(s)
-		if lerr != nil {
-			if up := strings.ToUpper(s); up != s {
-				if _, uerr := money.LookupCurrency(up); uerr == nil {
-					return fmt.Sprintf("unknown ISO 4217 currency: codes are upper case, write %q", up)
-				}
-			}
-			return "unknown ISO 4217 currency"
-		}
-		t.Currency = c
-		return ""
-	})
-	amount, ok := get(AttrAmount, Number, true)
-	check(AttrAmount, amount, ok, func(s string) string {
-		v, perr := money.ParseAmount(s, t.Currency)
-		if perr != nil {
-			return amountReason(perr)
-		}
-		if v < 0 {
-			return `must be > 0: a refund is a positive amount with kind "refund"`
-		}
-		if v == 0 {
-			return "must be > 0"
-		}
-		if _, serr := t.Currency.Scale4(v); serr != nil {
-			return "too large for the reports' DECIMAL(18,4) (at most 99999999999999.9999)"
-		}
-		t.Amount = v
-		return ""
-	})
-
-	kind, ok := get(AttrKind, String, false)
-	check(AttrKind, kind, ok, func(s string) string {
-		if k := Kind(s); k != Purchase && k != Refund {
-			return `want "purchase" or "refund"`
-		}
-		t.Kind = Kind(s)
-		return ""
-	})
-	bps, ok := get(AttrCommissionBPS, Number, false)
-	check(AttrCommissionBPS, bps, ok, func(s string) string {
-		v, perr := money.ParseAmount(s, money.Currency{})
-		if perr != nil {
-			return amountReason(perr)
-		}
-		if v < 0 || v > maxBPS {
-			return "want an integer 0..10000"
-		}
-		t.BPS, t.HasBPS = int32(v), true
-		return ""
-	})
-	t.CustomerID, ok = get(AttrCustomerID, String, false)
-	check(AttrCustomerID, t.CustomerID, ok, textRule(0, maxOptionalID, unicode.IsControl))
-	t.ProductID, ok = get(AttrProductID, String, false)
-	check(AttrProductID, t.ProductID, ok, textRule(0, maxOptionalID, unicode.IsControl))
-
-	at, ok := get(AttrRecordedAt, String, false)
-	check(AttrRecordedAt, at, ok, func(s string) string {
-		v, perr := time.Parse(time.RFC3339, s)
-		if perr != nil {
-			return "want an RFC 3339 time"
-		}
-		// An offset can push a year-0000 or year-9999 time out of the
-		// years RFC 3339 (and the keys) can write once in UTC.
-		if y := v.UTC().Year(); y < 0 || y > 9999 {
-			return "outside years 0000 to 9999 once converted to UTC"
-		}
-		t.RecordedAt = v.UTC().Truncate(time.Millisecond)
-		return ""
-	})
-	if err == nil && !ok {
-		v, perr := keys.ParseSortKeyTime(sk)
-		if perr != nil {
-			err = reject(FieldSortKey, sk, "no recorded_at and the sort key encodes no time")
-		}
-		t.RecordedAt = v
-	}
-	if err != nil {
+	if err := t.parseContract(vals, present); err != nil {
 		return Transaction{}, err
 	}
 	return t, nil
 }
 
-// textRule returns a check of a string attribute: valid UTF-8, min..max
-// characters (runes), and no rune for which bad is true.
-func textRule(min, max int, bad func(rune) bool) func(string) string {
-	return func(s string) string {
-		// Printable ASCII (the usual id) is valid UTF-8, one character a
-		// byte, and neither a control nor unprintable: only the length
-		// is left to check.
-		ascii := printableASCII(s)
-		if !ascii && !utf8.ValidString(s) {
-			return "not valid UTF-8"
+// field returns the text of the contract attribute i of type typ, ok
+// false when it is absent; a reject when it is absent but required or has
+// another type.
+func field(vals *[NumContractAttrs]Value, present uint16, i int, typ Type, required bool) (string, bool, *RejectError) {
+	if present&(1<<i) == 0 {
+		if required {
+			return "", false, reject(ContractAttrs[i], "", "missing")
 		}
-		n := len(s)
-		if !ascii {
-			n = utf8.RuneCountInString(s)
+		return "", false, nil
+	}
+	v := &vals[i]
+	if v.Type != typ {
+		return "", false, reject(ContractAttrs[i], v.Text, fmt.Sprintf("want type %s, got %s", typ, v.Type))
+	}
+	return v.Text, true, nil
+}
+
+// parseContract fills t (whose keys are set) from the contract attributes,
+// checking them in Parse's order: straight-line code, no closures, and
+// nothing allocated for a valid item.
+func (t *Transaction) parseContract(vals *[NumContractAttrs]Value, present uint16) *RejectError {
+	var (
+		s   string
+		ok  bool
+		err *RejectError
+	)
+	if t.ID, _, err = field(vals, present, idxTransactionID, String, true); err != nil {
+		return err
+	}
+	if reason := textRule(t.ID, 1, maxTransactionID, unicode.IsControl); reason != "" {
+		return reject(AttrTransactionID, t.ID, reason)
+	}
+	if t.AgencyID, _, err = field(vals, present, idxAgencyID, String, true); err != nil {
+		return err
+	}
+	if reason := textRule(t.AgencyID, 1, maxAgencyID, notPrintable); reason != "" {
+		return reject(AttrAgencyID, t.AgencyID, reason)
+	}
+	if n := keys.EscapedAgencyLen(t.AgencyID); n > keys.MaxEscapedAgency {
+		return reject(AttrAgencyID, t.AgencyID, fmt.Sprintf("escaped for the report's object key it is %d bytes, over %d: no file or S3 key can hold it",
+			n, keys.MaxEscapedAgency))
+	}
+
+	if s, _, err = field(vals, present, idxCurrency, String, true); err != nil {
+		return err
+	}
+	if t.Currency, ok = money.KnownCurrency(s); !ok {
+		return reject(AttrCurrency, s, currencyReason(s))
+	}
+	if s, _, err = field(vals, present, idxAmount, Number, true); err != nil {
+		return err
+	}
+	if reason := t.parseAmount(s); reason != "" {
+		return reject(AttrAmount, s, reason)
+	}
+
+	if s, ok, err = field(vals, present, idxKind, String, false); err != nil {
+		return err
+	}
+	if ok {
+		if k := Kind(s); k != Purchase && k != Refund {
+			return reject(AttrKind, s, `want "purchase" or "refund"`)
 		}
-		if n < min {
-			if n == 0 {
-				return "empty"
+		t.Kind = Kind(s)
+	}
+	if s, ok, err = field(vals, present, idxCommissionBPS, Number, false); err != nil {
+		return err
+	}
+	if ok {
+		v, perr := money.ParseAmount(s, money.Currency{})
+		if perr != nil {
+			return reject(AttrCommissionBPS, s, amountReason(perr))
+		}
+		if v < 0 || v > maxBPS {
+			return reject(AttrCommissionBPS, s, "want an integer 0..10000")
+		}
+		t.BPS, t.HasBPS = int32(v), true
+	}
+	if t.CustomerID, ok, err = field(vals, present, idxCustomerID, String, false); err != nil {
+		return err
+	}
+	if ok {
+		if reason := textRule(t.CustomerID, 0, maxOptionalID, unicode.IsControl); reason != "" {
+			return reject(AttrCustomerID, t.CustomerID, reason)
+		}
+	}
+	if t.ProductID, ok, err = field(vals, present, idxProductID, String, false); err != nil {
+		return err
+	}
+	if ok {
+		if reason := textRule(t.ProductID, 0, maxOptionalID, unicode.IsControl); reason != "" {
+			return reject(AttrProductID, t.ProductID, reason)
+		}
+	}
+
+	if s, ok, err = field(vals, present, idxRecordedAt, String, false); err != nil {
+		return err
+	}
+	if !ok {
+		v, perr := keys.ParseSortKeyTime(t.SK)
+		if perr != nil {
+			return reject(FieldSortKey, t.SK, "no recorded_at and the sort key encodes no time")
+		}
+		t.RecordedAt = v
+		return nil
+	}
+	if v, fast := parseRecordedAt(s); fast {
+		t.RecordedAt = v
+		return nil
+	}
+	v, perr := time.Parse(time.RFC3339, s)
+	if perr != nil {
+		return reject(AttrRecordedAt, s, "want an RFC 3339 time")
+	}
+	// An offset can push a year-0000 or year-9999 time out of the years
+	// RFC 3339 (and the keys) can write once in UTC.
+	if y := v.UTC().Year(); y < 0 || y > 9999 {
+		return reject(AttrRecordedAt, s, "outside years 0000 to 9999 once converted to UTC")
+	}
+	t.RecordedAt = v.UTC().Truncate(time.Millisecond)
+	return nil
+}
+
+// currencyReason is the reject reason of a currency code that is not
+// money.KnownCurrency.
+func currencyReason(s string) string {
+	if up := strings.ToUpper(s); up != s {
+		if _, ok := money.KnownCurrency(up); ok {
+			return fmt.Sprintf("unknown ISO 4217 currency: codes are upper case, write %q", up)
+		}
+	}
+	return "unknown ISO 4217 currency"
+}
+
+// parseAmount sets t.Amount from the amount text s in t.Currency, or
+// returns why it cannot.
+func (t *Transaction) parseAmount(s string) string {
+	v, perr := money.ParseAmount(s, t.Currency)
+	if perr != nil {
+		return amountReason(perr)
+	}
+	if v < 0 {
+		return `must be > 0: a refund is a positive amount with kind "refund"`
+	}
+	if v == 0 {
+		return "must be > 0"
+	}
+	if _, serr := t.Currency.Scale4(v); serr != nil {
+		return "too large for the reports' DECIMAL(18,4) (at most 99999999999999.9999)"
+	}
+	t.Amount = v
+	return ""
+}
+
+// parseRecordedAt parses recorded_at in the layout Item writes
+// ("2006-01-02T15:04:05.000Z", UTC, milliseconds) without time.Parse:
+// ok is false for any other text (even a valid RFC 3339 time), which
+// time.Parse then handles. When ok, the time is time.Parse's, in UTC.
+func parseRecordedAt(s string) (time.Time, bool) {
+	if len(s) != len(recordedAtLayout) || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
+		s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z' {
+		return time.Time{}, false
+	}
+	num := func(from, to int) int {
+		n := 0
+		for i := from; i < to; i++ {
+			c := s[i]
+			if c < '0' || c > '9' {
+				return -1
 			}
-			return fmt.Sprintf("shorter than %d characters", min)
+			n = n*10 + int(c-'0')
 		}
-		if n > max {
-			return fmt.Sprintf("longer than %d characters", max)
+		return n
+	}
+	year, month, day := num(0, 4), num(5, 7), num(8, 10)
+	hour, minute, sec, ms := num(11, 13), num(14, 16), num(17, 19), num(20, 23)
+	if year < 0 || month < 1 || month > 12 || day < 1 || hour < 0 || hour > 23 ||
+		minute < 0 || minute > 59 || sec < 0 || sec > 59 || ms < 0 {
+		return time.Time{}, false
+	}
+	if day > daysIn(time.Month(month), year) {
+		return time.Time{}, false
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, ms*int(time.Millisecond), time.UTC), true
+}
+
+// daysIn is the number of days of month in year (proleptic Gregorian).
+func daysIn(month time.Month, year int) int {
+	switch month {
+	case time.February:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
 		}
-		if ascii {
-			return ""
+		return 28
+	case time.April, time.June, time.September, time.November:
+		return 30
+	}
+	return 31
+}
+
+// textRule checks a string attribute s: valid UTF-8, min..max characters
+// (runes), and no rune for which bad is true. It returns the reject
+// reason, "" when s passes.
+func textRule(s string, min, max int, bad func(rune) bool) string {
+	// Printable ASCII (the usual id) is valid UTF-8, one character a
+	// byte, and neither a control nor unprintable: only the length is
+	// left to check.
+	ascii := printableASCII(s)
+	if !ascii && !utf8.ValidString(s) {
+		return "not valid UTF-8"
+	}
+	n := len(s)
+	if !ascii {
+		n = utf8.RuneCountInString(s)
+	}
+	if n < min {
+		if n == 0 {
+			return "empty"
 		}
-		for _, r := range s {
-			if bad(r) {
-				return fmt.Sprintf("contains character %U", r)
-			}
-		}
+		return fmt.Sprintf("shorter than %d characters", min)
+	}
+	if n > max {
+		return fmt.Sprintf("longer than %d characters", max)
+	}
+	if ascii {
 		return ""
 	}
+	for _, r := range s {
+		if bad(r) {
+			return fmt.Sprintf("contains character %U", r)
+		}
+	}
+	return ""
 }
 
 // printableASCII reports whether every byte of s is in ' '..'~'.

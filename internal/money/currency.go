@@ -48,4 +48,32 @@ func LookupCurrency(code string) (Currency, error) {
 	return Currency{}, fmt.Errorf("currency %q: not in ISO 4217 list one (%s): %w", code, ISO4217Published, ErrUnknownCurrency)
 }
 
+// KnownCurrency is LookupCurrency without the error: ok is false for any
+// code LookupCurrency refuses. It is a table look-up (no search, nothing
+// allocated), and Code is the table's own string, so the currency does not
+// keep code's memory alive.
+func KnownCurrency(code string) (c Currency, ok bool) {
+	if len(code) != 3 || !isUpper(code[0]) || !isUpper(code[1]) || !isUpper(code[2]) {
+		return Currency{}, false
+	}
+	i := currencyIndex[(int(code[0]-'A')*26+int(code[1]-'A'))*26+int(code[2]-'A')]
+	if i == 0 {
+		return Currency{}, false
+	}
+	e := &iso4217Digits[i-1]
+	return Currency{Code: e.code, Digits: int(e.digits)}, true
+}
+
+// currencyIndex maps a code of 3 uppercase letters (base 26) to its
+// position in iso4217Digits plus one, 0 for a code not there.
+var currencyIndex = func() (idx [26 * 26 * 26]uint8) {
+	if len(iso4217Digits) > 255 {
+		panic("money: too many ISO 4217 codes for currencyIndex")
+	}
+	for i, e := range iso4217Digits {
+		idx[(int(e.code[0]-'A')*26+int(e.code[1]-'A'))*26+int(e.code[2]-'A')] = uint8(i + 1)
+	}
+	return idx
+}()
+
 func isUpper(b byte) bool { return 'A' <= b && b <= 'Z' }

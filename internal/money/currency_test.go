@@ -169,3 +169,23 @@ process.stdout.write(JSON.stringify({published, currencies: data.map(c => ({code
 		t.Errorf("table has %d codes (%d with a minor unit), data.js %d", n, len(iso4217Digits), len(ref.Currencies))
 	}
 }
+
+// TestKnownCurrency: KnownCurrency accepts exactly what LookupCurrency
+// accepts, with the same currency, for every 3-letter code and others.
+func TestKnownCurrency(t *testing.T) {
+	codes := []string{"", "usd", "Usd", "US", "USDX", "U$D", "XXX", "XTS", "DEM", "ÜSD"}
+	for a := 'A'; a <= 'Z'; a++ {
+		for b := 'A'; b <= 'Z'; b++ {
+			for c := 'A'; c <= 'Z'; c++ {
+				codes = append(codes, string([]rune{a, b, c}))
+			}
+		}
+	}
+	for _, code := range codes {
+		want, err := LookupCurrency(code)
+		got, ok := KnownCurrency(code)
+		if ok != (err == nil) || got != want {
+			t.Errorf("KnownCurrency(%q) = %v, %v; LookupCurrency: %v, %v", code, got, ok, want, err)
+		}
+	}
+}

@@ -1,0 +1,58 @@
+//go:build unix
+
+package filesink
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/sink/driver"
+)
+
+// BenchmarkPut writes small files (2 KiB, a summary's size) as a period's
+// publish does. Replace: under 500 agency folders, which exist after the
+// first round. NewFolder: each file in a folder of its own, new (a
+// period's first publish into an empty sink).
+func BenchmarkPut(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		key  func(i int) string
+	}{
+		{"Replace", func(i int) string { return fmt.Sprintf("2024-01/agency-%03d/summary.csv", i%500) }},
+		{"NewFolder", func(i int) string { return fmt.Sprintf("2024-01/01/agency-%07d/summary.csv", i) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			s, err := New(filepath.Join(b.TempDir(), "reports"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			body := bytes.Repeat([]byte("agency,amount\n"), 2048/14)
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			i := 0
+			for b.Loop() {
+				if _, err := s.Put(b.Context(), bc.key(i), bytes.NewReader(body), int64(len(body)), driver.PutOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(i), "cpu-ns/op")
+		})
+	}
+}
+
+// processCPU returns the CPU time (user and system) the process has used:
+// a Put's wall time is mostly fsync latency, its CPU is what the job's
+// other work competes with.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
