@@ -5,7 +5,7 @@
 //
 //	periods / <job> / heads                <start> -> head value
 //	periods / <job> / expiry               <expires><start> -> ""
-//	periods / <job> / lists / <start> / <gen>   <id> -> claim value or ""
+//	periods / <job> / lists / <start> / <gen>   <last id of block> -> block
 //	periods / <job> / filters              <start><gen> -> run filter
 //	periods / <job> / writers              <start><gen> -> ""
 //
@@ -21,11 +21,14 @@
 // A period's claims are appended to its list, as one sorted run: each
 // generation bucket (one per writer) holds every id the writer added, with
 // the claim value it wrote or kept (carried over from the period's older
-// generations), or "" when the id's claim is another period's. A writer
-// fills it in transactions of indexBatch ids (ascending: pages packed
-// full); Commit switches the head to it, writes its filter (filter.go)
-// and deletes every other generation in one transaction. A committed
-// list with a filter is a level-0 run.
+// generations), or none when the id's claim is another period's. It is
+// packed (l0block.go): one put per block of blockEntries ids, the block's
+// last id its key; a list written before format reportjob/3 has one key
+// per id (<id> -> claim value or ""), and the bucket's sequence number
+// says which (both are read). A writer fills it in transactions of
+// indexBatch ids (ascending: pages packed full); Commit switches the head
+// to it, writes its filter (filter.go) and deletes every other generation
+// in one transaction. A committed list with a filter is a level-0 run.
 //
 // Runs are merged, size-tiered (merge.go): when a level holds mergeFanIn
 // runs, NewClaimWriter (after the sweep, under the lease) merges the
@@ -43,9 +46,12 @@
 // rewriting the run, a merge drops it, and a merged run whose periods are
 // all swept goes whole. Generations are never reused within a job.
 //
-// Lookup reads the level-0 runs (through their filters), the generations
-// of writers that never committed (listed in writers, read for every id)
-// and the merged runs (filters, then Seek and a search in one block), and
+// Lookup reads the level-0 runs (through their filters, then Seek and a
+// binary search in one block), the generations of writers that have not
+// committed (listed in writers; read for the ids up to the last one
+// written: a writer adds ids in ascending order, and the ids Lookup is
+// asked about while a period is built are those its writer has yet to
+// add) and the merged runs (filters, then Seek and a search in one block), and
 // takes the valid claim of the latest period: a claim only ever moves
 // from an earlier period to a later one (collect's decide). A release
 // writes nothing: the claim released goes with its generation at Commit.

@@ -145,7 +145,7 @@ func (p *probe) get(lists *bolt.Bucket, id []byte) (c claimValue, ok bool, err e
 // them that holds a claim value for an id holds its latest level-0 claim.
 // They are the committed runs with a filter (not merged yet) and the
 // generations of writers that have not committed (running, or failed),
-// read for every id.
+// read for every id up to their last (see probe).
 func jobRuns(tx *bolt.Tx, job string) ([]probe, error) {
 	_, _, lists, _ := jobPeriods(tx, job, false)
 	if lists == nil {
@@ -183,4 +183,3 @@ func jobRuns(tx *bolt.Tx, job string) ([]probe, error) {
 	})
 	return runs, nil
 }
-

@@ -90,4 +90,3 @@ func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) it
 		}
 	}
 }
-

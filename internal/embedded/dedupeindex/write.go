@@ -152,10 +152,10 @@ type claimWriter struct {
 	// size of the list's filter).
 	claims int
 	last   string
-	adds  []pendingAdd
-	rels  []string
-	err   error // sticky: the first failure
-	done  bool
+	adds   []pendingAdd
+	rels   []string
+	err    error // sticky: the first failure
+	done   bool
 	// writing receives the outcome of the batch being written, nil when
 	// none is.
 	writing chan writeResult
