@@ -155,7 +155,7 @@ type l0Packer struct {
 	start int64 // the list's period start (ms)
 	offs  []uint32
 	body  []byte
-	last  []byte
+	last  string
 }
 
 func newL0Packer(run *bolt.Bucket, start int64) *l0Packer {
@@ -165,7 +165,7 @@ func newL0Packer(run *bolt.Bucket, start int64) *l0Packer {
 
 // add appends id with its claim (nil: none), and writes the block once it
 // holds blockEntries ids.
-func (p *l0Packer) add(id []byte, c *claimValue) error {
+func (p *l0Packer) add(id string, c *claimValue) error {
 	p.offs = append(p.offs, uint32(len(p.body)))
 	p.body = binary.AppendUvarint(p.body, uint64(len(id)))
 	p.body = append(p.body, id...)
@@ -204,8 +204,8 @@ func (p *l0Packer) flush() error {
 		binary.BigEndian.PutUint32(b[l0BlockHeader+4*i:], uint32(head)+o)
 	}
 	b = append(b, p.body...)
-	if err := p.run.Put(bytes.Clone(p.last), b); err != nil {
-		return fmt.Errorf("list block %q: %w", clip(string(p.last)), err)
+	if err := p.run.Put([]byte(p.last), b); err != nil {
+		return fmt.Errorf("list block %q: %w", clip(p.last), err)
 	}
 	p.offs, p.body = p.offs[:0], p.body[:0]
 	return nil

@@ -41,18 +41,23 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 	}
 	var claims []collect.Claim
 	err := ix.db.View(func(tx *bolt.Tx) error {
-		runs, err := jobRuns(tx, job)
+		// Each bucket opened once: a bucket is looked up by a B+tree
+		// search.
+		jb := nested(tx.Bucket(bucketPeriods), []byte(job))
+		if jb == nil {
+			return nil
+		}
+		lists := jb.Bucket(bucketLists)
+		runs, err := jobRuns(lists, jb.Bucket(bucketFilters), jb.Bucket(bucketWriters))
 		if err != nil {
 			return err
 		}
-		merged, err := jobMerged(tx, job)
+		merged, err := mergedRuns(jb.Bucket(bucketMergedMeta))
 		if err != nil {
 			return err
 		}
-		// Opened once: a bucket is looked up by a B+tree search.
-		mergedRuns, _ := jobBucket(tx, job, bucketMerged, false)
-		heads, _, lists, _ := jobPeriods(tx, job, false)
-		val := newValidity(heads)
+		mergedBlocks := jb.Bucket(bucketMerged)
+		val := newValidity(jb.Bucket(bucketHeads))
 		for _, id := range seen {
 			kb := []byte(id)
 			h := idHash(kb)
@@ -79,7 +84,7 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 			// A merged run's claim counts when its period is later (the
 			// same period's is an older generation, or the same).
 			if len(merged) > 0 {
-				e, ok, err := lookupMerged(mergedRuns, merged, val, kb, h, after)
+				e, ok, err := lookupMerged(mergedBlocks, merged, val, kb, h, after)
 				if err != nil {
 					return fmt.Errorf("claim of %q: %w", clip(id), err)
 				}
@@ -140,20 +145,19 @@ func (p *probe) get(lists *bolt.Bucket, id []byte) (c claimValue, ok bool, err e
 	return p.list.get(id)
 }
 
-// jobRuns returns the level-0 runs of job Lookup reads, the latest period
+// jobRuns returns the level-0 runs Lookup reads (of the job whose
+// lists, filters and writers buckets it is given), the latest period
 // first and, within a period, the newest generation first: the first of
 // them that holds a claim value for an id holds its latest level-0 claim.
 // They are the committed runs with a filter (not merged yet) and the
 // generations of writers that have not committed (running, or failed),
 // read for every id up to their last (see probe).
-func jobRuns(tx *bolt.Tx, job string) ([]probe, error) {
-	_, _, lists, _ := jobPeriods(tx, job, false)
+func jobRuns(lists, filters, writers *bolt.Bucket) ([]probe, error) {
 	if lists == nil {
 		return nil, nil
 	}
 	var runs []probe
-	for _, name := range [][]byte{bucketFilters, bucketWriters} {
-		b, _ := jobBucket(tx, job, name, false)
+	for _, b := range []*bolt.Bucket{filters, writers} {
 		if b == nil {
 			continue
 		}
@@ -162,7 +166,7 @@ func jobRuns(tx *bolt.Tx, job string) ([]probe, error) {
 				return fmt.Errorf("corrupt run key %x", k)
 			}
 			p := probe{start: k[:8], gen: binary.BigEndian.Uint64(k[8:])}
-			if bytes.Equal(name, bucketFilters) {
+			if b == filters {
 				if err := checkFilter(v); err != nil {
 					return fmt.Errorf("generation %d of period %s: %w", p.gen, formatTime(time.UnixMilli(unsortable(p.start))), err)
 				}

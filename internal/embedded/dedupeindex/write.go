@@ -298,14 +298,13 @@ func (w *claimWriter) write(adds []pendingAdd, _ []string) (int, error) {
 		}
 		pk := newL0Packer(run, w.claim.period)
 		for _, a := range adds {
-			kb := []byte(a.id)
 			c := w.claim
 			ok := a.write
 			if ok {
 				c.fp = a.fp
 			} else {
 				var err error
-				if c, ok, err = carried(older, kb); err != nil {
+				if c, ok, err = carried(older, []byte(a.id)); err != nil {
 					return err
 				}
 			}
@@ -315,7 +314,7 @@ func (w *claimWriter) write(adds []pendingAdd, _ []string) (int, error) {
 			} else {
 				claims++
 			}
-			if err := pk.add(kb, cp); err != nil {
+			if err := pk.add(a.id, cp); err != nil {
 				return err
 			}
 		}
