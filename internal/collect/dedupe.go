@@ -139,7 +139,7 @@ func (d *deduper) sight(id, kind string) {
 		return
 	}
 	p := d.c.Period
-	s := Sighting{ID: id, Period: p.Start, Kind: kind, Expires: p.End.Add(ClaimRetention(d.o.Window))}
+	s := Sighting{ID: id, Period: p.Start, Kind: kind, Expires: d.expiry()}
 	if n := len(d.sightings); n > 0 && d.sightings[n-1] == s {
 		return
 	}
@@ -272,7 +272,7 @@ func (d *deduper) startClaims(ctx context.Context) error {
 		return err
 	}
 	p := d.c.Period
-	cw, err := d.o.Index.NewClaimWriter(ctx, d.o.Job, p, p.End.Add(ClaimRetention(d.o.Window)), d.sweep())
+	cw, err := d.o.Index.NewClaimWriter(ctx, d.o.Job, p, d.expiry(), d.sweep())
 	if err != nil {
 		return fmt.Errorf("write the dedupe index: %w", err)
 	}
@@ -280,6 +280,21 @@ func (d *deduper) startClaims(ctx context.Context) error {
 	next, stop := iter.Pull2(cw.Previous())
 	d.oldIDs, d.stopOld = next, stop
 	return d.advanceOld()
+}
+
+// expiry is when the claims and sightings the period writes expire:
+// ClaimRetention after the period's end, or after the report clock when
+// that is later. A backfill of history writes its claims long after their
+// periods ended; kept from the period's end, they would be expired at once
+// (DynamoDB's Time to Live goes by the wall clock and deletes them within
+// days) while the backfill's later periods, within the window of them,
+// still need them.
+func (d *deduper) expiry() time.Time {
+	from := d.c.Period.End
+	if d.o.Now.After(from) {
+		from = d.o.Now
+	}
+	return from.Add(ClaimRetention(d.o.Window))
 }
 
 // sweep is the time up to which the store may sweep expired claims: the

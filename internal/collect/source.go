@@ -44,8 +44,9 @@ type Claim struct {
 	// FP is the transaction's billing content fingerprint.
 	FP [FPLen]byte
 	// Expires is when the store may delete the claim (DynamoDB's TTL, the
-	// embedded sweep): the billing period's end plus ClaimRetention of the
-	// window in force when it was written. Whether the claim counts is
+	// embedded sweep): the billing period's end (or the report clock when
+	// the claim was written, if later: a backfill) plus ClaimRetention of
+	// the window in force when it was written. Whether the claim counts is
 	// decided at look-up, with the window in force then (see Counts); its
 	// expiry only bounds how long it is kept.
 	Expires time.Time
@@ -57,8 +58,8 @@ type Claim struct {
 // already written.
 const RetentionFloor = 35 * 24 * time.Hour
 
-// ClaimRetention is how long after its billing period's end a claim written
-// under window is kept: max(2 x window, RetentionFloor). Twice the window,
+// ClaimRetention is how long after its billing period's end (or after it
+// was written, when later) a claim written under window is kept: max(2 x window, RetentionFloor). Twice the window,
 // so that a backfill or restatement of a period up to a window old finds
 // every claim that counts for it though the clock has moved on; at least
 // RetentionFloor, so that a raise of the window protects the claims already

@@ -191,6 +191,8 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	j := r.j
 	log := j.Log.With(LogPeriod, p.Name())
 	started := time.Now()
+	clock := newStages()
+	defer clock.log(log)
 	res := PeriodResult{Period: p, Kind: m.kind}
 	dir, err := r.scratch.Sub(p.Name())
 	if err != nil {
@@ -208,6 +210,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		return res, err
 	}
 	defer col.Close()
+	clock.done("read_ms")
 	crashpoint.Hit(crashpoint.AfterRead)
 	fp := col.Fingerprint.String()
 	if prev := cur.Manifest; prev != nil && !m.rebuild && sameItems(prev, col) {
@@ -247,10 +250,12 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	if err := prices.Finish(); err != nil {
 		return res, err
 	}
+	clock.done("dedupe_ms")
 	rows, err := agg.Summary()
 	if err != nil {
 		return res, err
 	}
+	clock.done("aggregate_ms")
 	revision := 1
 	if cur.Manifest != nil {
 		revision = cur.Manifest.Revision + 1
@@ -277,6 +282,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	if err := r.encode(w, agg, rows, st); err != nil {
 		return res, err
 	}
+	clock.done("encode_ms")
 	// The adjustments come last, once the other objects are known: a
 	// rebuild whose items and other objects are the current revision's
 	// reproduces that revision, its adjustments included.
@@ -302,6 +308,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	if err != nil {
 		return res, err
 	}
+	clock.done("upload_ms")
 	totals, err := aggregate.CurrencyTotals(rows)
 	if err != nil {
 		return res, err
@@ -335,6 +342,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	if err := sess.Commit(ctx, man); err != nil {
 		return res, err
 	}
+	clock.done("commit_ms")
 	res.Uploaded = sess.Uploaded()
 	res.Outcome, res.Previous = OutcomePublished, cur.Manifest
 	if r.opts.DryRun {
