@@ -302,3 +302,48 @@ func reversed(s []string) []string {
 	slices.Reverse(r)
 	return r
 }
+
+// TestPackedListCorrupt: a cut block (its last entry's claim cut), or a
+// list of an unknown layout, is an error for Lookup of an id in it and
+// for PeriodIDs, never a missing claim.
+func TestPackedListCorrupt(t *testing.T) {
+	ixMerges(t, 8, 4)
+	for _, tc := range []struct {
+		name string
+		harm func(run *bolt.Bucket) error
+	}{
+		{"cut block", func(run *bolt.Bucket) error {
+			k, v := run.Cursor().First()
+			return run.Put(bytes.Clone(k), bytes.Clone(v[:len(v)-3]))
+		}},
+		{"unknown layout", func(run *bolt.Bucket) error { return run.SetSequence(7) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openIndex(t, filepath.Join(t.TempDir(), "store.db"))
+			p := pidP(0)
+			ixCommit(t, s, "job", p, pidExp(p), pidStart, true, pidIDs("a", 0, 10)...)
+			err := s.db.Update(func(tx *bolt.Tx) error {
+				_, _, lists, _ := jobPeriods(tx, "job", false)
+				gens := lists.Bucket(sortable(p.UnixMilli()))
+				k, _ := gens.Cursor().First()
+				return tc.harm(gens.Bucket(k))
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// a03: the last entry of the first block (blocks of 4).
+			if got, err := s.Lookup(t.Context(), "job", []string{"a03"}); err == nil {
+				t.Errorf("Lookup = %v, want an error", got)
+			}
+			var perr error
+			for _, err := range s.PeriodIDs(t.Context(), "job", p) {
+				if err != nil {
+					perr = err
+				}
+			}
+			if perr == nil {
+				t.Error("PeriodIDs succeeded, want an error")
+			}
+		})
+	}
+}
