@@ -76,19 +76,52 @@ func openL0Block(b []byte) (l0Block, error) {
 	return l0Block{b: b, n: int(n)}, nil
 }
 
-// entry returns the id of entry i and the rest of the block after it
-// (its claim first).
+// entry returns the id of entry i and its claim (what follows the id, up
+// to the next entry), checked for its length (a cut or misplaced entry
+// is an error even where only ids are read).
 func (k l0Block) entry(i int) (id, rest []byte, err error) {
-	off := binary.BigEndian.Uint32(k.b[l0BlockHeader+4*i:])
-	if uint64(off) < uint64(l0BlockHeader+4*k.n) || uint64(off) >= uint64(len(k.b)) {
+	off := uint64(binary.BigEndian.Uint32(k.b[l0BlockHeader+4*i:]))
+	end := uint64(len(k.b))
+	if i+1 < k.n {
+		end = uint64(binary.BigEndian.Uint32(k.b[l0BlockHeader+4*(i+1):]))
+	}
+	if off < uint64(l0BlockHeader+4*k.n) || off >= end || end > uint64(len(k.b)) {
 		return nil, nil, errCorruptL0Block
 	}
-	b := k.b[off:]
+	b := k.b[off:end]
 	l, n := binary.Uvarint(b)
-	if n <= 0 || l == 0 || l > uint64(len(b)-n) {
+	if n <= 0 || l == 0 || l >= uint64(len(b)-n) {
 		return nil, nil, errCorruptL0Block
 	}
-	return b[n : n+int(l)], b[n+int(l):], nil
+	id, rest = b[n:n+int(l)], b[n+int(l):]
+	if claimSize(rest) != len(rest) {
+		return nil, nil, errCorruptL0Block
+	}
+	return id, rest, nil
+}
+
+// claimSize returns the length of the claim at the start of rest (see
+// claimOf) by its varints' continuation bits, -1 when it is malformed.
+func claimSize(rest []byte) int {
+	switch rest[0] {
+	case 0:
+		return 1
+	case 1:
+	default:
+		return -1
+	}
+	i := 1
+	for range 3 {
+		j := i
+		for j < len(rest) && rest[j] >= 0x80 {
+			j++
+		}
+		if j >= len(rest) || j-i >= binary.MaxVarintLen64 {
+			return -1
+		}
+		i = j + 1
+	}
+	return i + collect.FPLen
 }
 
 // claimOf decodes the claim at the start of rest (from entry) of a list
@@ -116,7 +149,7 @@ func claimOf(rest []byte, start int64) (c claimValue, ok bool, err error) {
 	}
 	b = b[n2:]
 	exp, n3 := binary.Varint(b)
-	if n3 <= 0 || len(b)-n3 < collect.FPLen {
+	if n3 <= 0 || len(b)-n3 != collect.FPLen {
 		return c, false, errCorruptL0Block
 	}
 	c.period = start + d

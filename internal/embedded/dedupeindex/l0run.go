@@ -164,9 +164,6 @@ func (lc *listCursor) load(k, v, from []byte) bool {
 
 func (lc *listCursor) at() bool {
 	id, rest, err := lc.blk.entry(lc.i)
-	if err == nil {
-		_, _, err = claimOf(rest, lc.start) // checked, also for ids only
-	}
 	if err != nil {
 		lc.err = fmt.Errorf("list block %q: %w", clip(string(lc.key)), err)
 		return false
