@@ -60,8 +60,8 @@ func storeFormat(t *testing.T, path string) (string, bool) {
 // TestUpgradeFromFormatV1: the binary of this tree, on a store and sink
 // the binary from before left (format reportjob/1), as a user upgrading a
 // running job in place: its first command (a read-only status) migrates
-// the store to reportjob/2, which the old binary refuses ("format
-// \"reportjob/2\", want \"reportjob/1\""); then the old period owing its
+// the store to reportjob/3, which the old binary refuses ("format
+// \"reportjob/3\", want \"reportjob/1\""); then the old period owing its
 // recheck is restated (a late retry of an id billed under the old binary
 // dropped, a late new item billed), the next periods drop their retries of
 // ids billed under the old binary (and reject a conflicting copy), a
@@ -97,8 +97,8 @@ func TestUpgradeFromFormatV1(t *testing.T) {
 
 	// The first command of the new binary migrates, even a read-only one.
 	run(0, "status", "--json", "--now", "2026-11-01T07:05:00Z")
-	if f, byID := storeFormat(t, dbPath); f != "reportjob/2" || byID {
-		t.Fatalf("after the first command: format %q, by-id claims %v; want reportjob/2 without", f, byID)
+	if f, byID := storeFormat(t, dbPath); f != "reportjob/3" || byID {
+		t.Fatalf("after the first command: format %q, by-id claims %v; want reportjob/3 without", f, byID)
 	}
 
 	// Late into 05 (delivered by the old binary, owing its recheck): a
@@ -164,7 +164,7 @@ func TestUpgradeFromFormatV1(t *testing.T) {
 			t.Errorf("%s billed in %v, want nowhere", id, ps)
 		}
 	}
-	if f, _ := storeFormat(t, dbPath); f != "reportjob/2" {
-		t.Errorf("format at the end %q, want reportjob/2", f)
+	if f, _ := storeFormat(t, dbPath); f != "reportjob/3" {
+		t.Errorf("format at the end %q, want reportjob/3", f)
 	}
 }

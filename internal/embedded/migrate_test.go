@@ -109,11 +109,11 @@ func TestOpenRefusesOtherFormat(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return meta.Put(keyFormat, []byte("reportjob/3"))
+		return meta.Put(keyFormat, []byte("reportjob/4"))
 	})
 	if s, err := Open(path, Options{}); err == nil {
 		_ = s.Close()
-		t.Fatal("Open of a reportjob/3 store succeeded")
+		t.Fatal("Open of a reportjob/4 store succeeded")
 	}
 }
 

@@ -6,7 +6,7 @@
 //
 // Layout of the file:
 //
-//	meta                     format -> "reportjob/2"
+//	meta                     format -> "reportjob/3"
 //	items / <partition key>  <sort key> -> encoded attributes (see codec.go)
 //	jobs                     <job name> -> JSON job state (see jobRecord in checkpoint.go)
 //	claims, periods          the dedupe index (collect.Index): package dedupeindex
@@ -69,11 +69,17 @@ const (
 
 // format identifies this package's layout in the meta bucket. formatV1 is
 // the layout before the dedupe index kept its claims in runs (a by-id
-// bucket): Open migrates it (dedupeindex.Migrate) and records format. A
-// binary from before format sees the new marker and refuses the file
-// (it would not read the runs, and would bill again what they claim).
+// bucket): Open migrates it (dedupeindex.Migrate) and records format.
+// formatV2 is the layout before the index packed its period lists in
+// blocks (dedupeindex: one key per id): the index reads both layouts (a
+// list records its own), so Open takes it as it is, and the first
+// NewClaimWriter, which writes a packed list, records format in the same
+// transaction. A binary from before format sees the new marker and
+// refuses the file (it would not read the runs, or the packed lists, and
+// would bill again what they claim).
 const (
-	format   = "reportjob/2"
+	format   = "reportjob/3"
+	formatV2 = "reportjob/2"
 	formatV1 = "reportjob/1"
 )
 
@@ -153,11 +159,11 @@ func Open(path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// checkFormat refuses a file of another format, and migrates one of
-// formatV1 (or without a marker, holding by-id claims: written without
-// Init). The migration runs here because Open holds bbolt's file lock: no
-// other process reads or writes the file meanwhile, and the index then
-// only knows one layout. It is done once: a migration cut short is done
+// checkFormat refuses a file of another format, takes one of formatV2 as
+// it is (see format), and migrates one of formatV1 (or without a marker,
+// holding by-id claims: written without Init). The migration runs here
+// because Open holds bbolt's file lock: no other process reads or writes
+// the file meanwhile, and the index then never sees the by-id layout. It is done once: a migration cut short is done
 // again by the next Open, and the marker is set in its last transaction.
 func (s *Store) checkFormat() error {
 	migrate := false
@@ -167,13 +173,13 @@ func (s *Store) checkFormat() error {
 			got = meta.Get(keyFormat)
 		}
 		switch string(got) {
-		case format:
+		case format, formatV2:
 		case formatV1:
 			migrate = true
 		case "":
 			migrate = dedupeindex.Legacy(tx)
 		default:
-			return fmt.Errorf("open embedded store %s: format %q, want %q or %q", s.path, got, format, formatV1)
+			return fmt.Errorf("open embedded store %s: format %q, want %q, %q or %q", s.path, got, format, formatV2, formatV1)
 		}
 		return nil
 	})

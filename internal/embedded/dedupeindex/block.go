@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -86,32 +85,41 @@ func encodeBlock(dst []byte, es []entry) []byte {
 // decodeBlock appends the entries of block b to es. Their ids are new
 // slices (b may be a page of the mapped file).
 func decodeBlock(es []entry, b []byte) ([]entry, error) {
+	err := scanBlock(b, func(e *entry) {
+		es = append(es, *e)
+		es[len(es)-1].id = bytes.Clone(e.id)
+	})
+	return es, err
+}
+
+// scanBlock checks block b and calls fn with each of its entries in
+// order; the entry's id is a buffer reused for the next one.
+func scanBlock(b []byte, fn func(e *entry)) error {
 	if len(b) == 0 || b[0] != blockVersion {
-		return es, errCorruptBlock
+		return errCorruptBlock
 	}
 	b = b[1:]
 	count, n := binary.Uvarint(b)
 	if n <= 0 || count > uint64(len(b)) {
-		return es, errCorruptBlock
+		return errCorruptBlock
 	}
 	b = b[n:]
-	var prev []byte
+	var id []byte
 	for range count {
 		shared, n1 := binary.Uvarint(b)
-		if n1 <= 0 || shared > uint64(len(prev)) {
-			return es, errCorruptBlock
+		if n1 <= 0 || shared > uint64(len(id)) {
+			return errCorruptBlock
 		}
 		b = b[n1:]
 		rest, n2 := binary.Uvarint(b)
 		if n2 <= 0 || rest > uint64(len(b)-n2) {
-			return es, errCorruptBlock
+			return errCorruptBlock
 		}
 		b = b[n2:]
-		id := make([]byte, 0, int(shared)+int(rest))
-		id = append(append(id, prev[:shared]...), b[:rest]...)
+		id = append(id[:shared], b[:rest]...)
 		b = b[rest:]
 		if len(b) < 8 {
-			return es, errCorruptBlock
+			return errCorruptBlock
 		}
 		e := entry{id: id}
 		e.c.period = unsortable(b[:8])
@@ -119,12 +127,12 @@ func decodeBlock(es []entry, b []byte) ([]entry, error) {
 		var n3, n4, n5 int
 		e.gen, n3 = binary.Uvarint(b)
 		if n3 <= 0 {
-			return es, errCorruptBlock
+			return errCorruptBlock
 		}
 		b = b[n3:]
 		length, n4 := binary.Uvarint(b)
 		if n4 <= 0 {
-			return es, errCorruptBlock
+			return errCorruptBlock
 		}
 		b = b[n4:]
 		if length != 0 {
@@ -133,38 +141,39 @@ func decodeBlock(es []entry, b []byte) ([]entry, error) {
 		var exp int64
 		exp, n5 = binary.Varint(b)
 		if n5 <= 0 || len(b)-n5 < collect.FPLen {
-			return es, errCorruptBlock
+			return errCorruptBlock
 		}
 		b = b[n5:]
 		e.c.expires = e.c.period/1000 + exp
 		copy(e.c.fp[:], b)
 		b = b[collect.FPLen:]
-		es = append(es, e)
-		prev = id
+		fn(&e)
 	}
 	if len(b) != 0 {
-		return es, errCorruptBlock
+		return errCorruptBlock
 	}
-	return es, nil
+	return nil
 }
 
 // runEntries returns the entries of id in the merged run b, latest period
-// first (buf is reused).
+// first (buf is reused). The block is checked whole; only id's entries
+// are copied out of it.
 func runEntries(b *bolt.Bucket, id []byte, buf []entry) ([]entry, error) {
 	k, v := b.Cursor().Seek(id)
 	if k == nil {
 		return buf[:0], nil
 	}
-	es, err := decodeBlock(buf[:0], v)
+	es := buf[:0]
+	err := scanBlock(v, func(e *entry) {
+		if bytes.Equal(e.id, id) {
+			es = append(es, *e)
+			es[len(es)-1].id = bytes.Clone(e.id)
+		}
+	})
 	if err != nil {
 		return buf[:0], fmt.Errorf("block %q: %w", clip(string(k)), err)
 	}
-	i := sort.Search(len(es), func(i int) bool { return bytes.Compare(es[i].id, id) >= 0 })
-	j := i
-	for j < len(es) && bytes.Equal(es[j].id, id) {
-		j++
-	}
-	return es[i:j], nil
+	return es, nil
 }
 
 // blockWriter packs entries, given in run order, into blocks of the

@@ -26,7 +26,8 @@ const (
 var (
 	bucketFilters = []byte("filters")
 	// bucketWriters lists the generations of writers that have not
-	// committed (running, or failed), which Lookup reads without a filter.
+	// committed (running, or failed), which Lookup reads without a filter
+	// (up to their last id: see probe).
 	bucketWriters = []byte("writers")
 )
 

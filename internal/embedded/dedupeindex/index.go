@@ -5,7 +5,7 @@
 //
 //	periods / <job> / heads                <start> -> head value
 //	periods / <job> / expiry               <expires><start> -> ""
-//	periods / <job> / lists / <start> / <gen>   <id> -> claim value or ""
+//	periods / <job> / lists / <start> / <gen>   <last id of block> -> block
 //	periods / <job> / filters              <start><gen> -> run filter
 //	periods / <job> / writers              <start><gen> -> ""
 //
@@ -21,11 +21,14 @@
 // A period's claims are appended to its list, as one sorted run: each
 // generation bucket (one per writer) holds every id the writer added, with
 // the claim value it wrote or kept (carried over from the period's older
-// generations), or "" when the id's claim is another period's. A writer
-// fills it in transactions of indexBatch ids (ascending: pages packed
-// full); Commit switches the head to it, writes its filter (filter.go)
-// and deletes every other generation in one transaction. A committed
-// list with a filter is a level-0 run.
+// generations), or none when the id's claim is another period's. It is
+// packed (l0block.go): one put per block of blockEntries ids, the block's
+// last id its key; a list written before format reportjob/3 has one key
+// per id (<id> -> claim value or ""), and the bucket's sequence number
+// says which (both are read). A writer fills it in transactions of
+// indexBatch ids (ascending: pages packed full); Commit switches the head
+// to it, writes its filter (filter.go) and deletes every other generation
+// in one transaction. A committed list with a filter is a level-0 run.
 //
 // Runs are merged, size-tiered (merge.go): when a level holds mergeFanIn
 // runs, NewClaimWriter (after the sweep, under the lease) merges the
@@ -43,9 +46,12 @@
 // rewriting the run, a merge drops it, and a merged run whose periods are
 // all swept goes whole. Generations are never reused within a job.
 //
-// Lookup reads the level-0 runs (through their filters), the generations
-// of writers that never committed (listed in writers, read for every id)
-// and the merged runs (filters, then Seek and a search in one block), and
+// Lookup reads the level-0 runs (through their filters, then Seek and a
+// binary search in one block), the generations of writers that have not
+// committed (listed in writers; read for the ids up to the last one
+// written: a writer adds ids in ascending order, and the ids Lookup is
+// asked about while a period is built are those its writer has yet to
+// add) and the merged runs (filters, then Seek and a search in one block), and
 // takes the valid claim of the latest period: a claim only ever moves
 // from an earlier period to a later one (collect's decide). A release
 // writes nothing: the claim released goes with its generation at Commit.
@@ -59,15 +65,8 @@
 package dedupeindex
 
 import (
-	"bytes"
-	"cmp"
-	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"iter"
-	"math"
-	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -236,258 +235,6 @@ func nested(b *bolt.Bucket, name []byte) *bolt.Bucket {
 		return nil
 	}
 	return b.Bucket(name)
-}
-
-// Lookup implements collect.Index in one read transaction.
-func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collect.Claim, error) {
-	if err := collect.CheckJob(job); err != nil {
-		return nil, fmt.Errorf("look up claims: %w", err)
-	}
-	// Distinct ids in byte order: the reads walk the claims' pages in
-	// order (callers usually pass them sorted already).
-	seen := make([]string, 0, len(ids))
-	for _, id := range ids {
-		if err := collect.CheckID(id); err != nil {
-			return nil, fmt.Errorf("look up claims of job %q: %w", job, err)
-		}
-		seen = append(seen, id)
-	}
-	if !slices.IsSorted(seen) {
-		slices.Sort(seen)
-	}
-	seen = slices.Compact(seen)
-	if len(seen) > collect.MaxLookup {
-		return nil, fmt.Errorf("look up claims of job %q: %d distinct ids, at most %d per call", job, len(seen), collect.MaxLookup)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("look up claims of job %q: %w", job, err)
-	}
-	var claims []collect.Claim
-	err := ix.db.View(func(tx *bolt.Tx) error {
-		runs, err := jobRuns(tx, job)
-		if err != nil {
-			return err
-		}
-		merged, err := jobMerged(tx, job)
-		if err != nil {
-			return err
-		}
-		// Opened once: a bucket is looked up by a B+tree search.
-		mergedRuns, _ := jobBucket(tx, job, bucketMerged, false)
-		heads, _, lists, _ := jobPeriods(tx, job, false)
-		val := newValidity(heads)
-		for _, id := range seen {
-			kb := []byte(id)
-			h := idHash(kb)
-			var v []byte
-			for i := range runs {
-				r := &runs[i]
-				if r.filter != nil && !mayHold(r.filter, h) {
-					continue
-				}
-				if v = r.get(lists, kb); len(v) > 0 {
-					break
-				}
-			}
-			var (
-				c     claimValue
-				found bool
-				after = int64(math.MinInt64)
-			)
-			if len(v) > 0 {
-				var err error
-				if c, err = decodeClaim(v); err != nil {
-					return fmt.Errorf("claim of %q: %w", clip(id), err)
-				}
-				found, after = true, c.period
-			}
-			// A merged run's claim counts when its period is later (the
-			// same period's is an older generation, or the same).
-			if len(merged) > 0 {
-				e, ok, err := lookupMerged(mergedRuns, merged, val, kb, h, after)
-				if err != nil {
-					return fmt.Errorf("claim of %q: %w", clip(id), err)
-				}
-				if ok {
-					c, found = e.c, true
-				}
-			}
-			if found {
-				claims = append(claims, c.claim(id))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("look up claims of job %q in %s: %w", job, ix.path, err)
-	}
-	return claims, nil
-}
-
-// probe is a run Lookup reads: a generation bucket of a period, with its
-// filter (nil: read it for every id). The bucket is opened when an id may
-// be in it.
-type probe struct {
-	start  []byte
-	gen    uint64
-	filter []byte
-	run    *bolt.Bucket
-	opened bool
-}
-
-// get returns the value of id in the run, nil when it has none (or the
-// run is gone: a writer's empty generation, deleted).
-func (p *probe) get(lists *bolt.Bucket, id []byte) []byte {
-	if !p.opened {
-		p.run, p.opened = nested(lists.Bucket(p.start), genKey(p.gen)), true
-	}
-	if p.run == nil {
-		return nil
-	}
-	return p.run.Get(id)
-}
-
-// jobRuns returns the level-0 runs of job Lookup reads, the latest period
-// first and, within a period, the newest generation first: the first of
-// them that holds a claim value for an id holds its latest level-0 claim.
-// They are the committed runs with a filter (not merged yet) and the
-// generations of writers that have not committed (running, or failed),
-// read for every id.
-func jobRuns(tx *bolt.Tx, job string) ([]probe, error) {
-	_, _, lists, _ := jobPeriods(tx, job, false)
-	if lists == nil {
-		return nil, nil
-	}
-	var runs []probe
-	for _, name := range [][]byte{bucketFilters, bucketWriters} {
-		b, _ := jobBucket(tx, job, name, false)
-		if b == nil {
-			continue
-		}
-		err := b.ForEach(func(k, v []byte) error {
-			if len(k) != 16 {
-				return fmt.Errorf("corrupt run key %x", k)
-			}
-			p := probe{start: k[:8], gen: binary.BigEndian.Uint64(k[8:])}
-			if bytes.Equal(name, bucketFilters) {
-				if err := checkFilter(v); err != nil {
-					return fmt.Errorf("generation %d of period %s: %w", p.gen, formatTime(time.UnixMilli(unsortable(p.start))), err)
-				}
-				p.filter = v
-			}
-			runs = append(runs, p)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	slices.SortFunc(runs, func(a, b probe) int {
-		if c := bytes.Compare(b.start, a.start); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.gen, a.gen)
-	})
-	return runs, nil
-}
-
-// PeriodIDs implements collect.Index. It reads periodIDsPage ids per read
-// transaction and yields them outside it (so that the caller may write
-// meanwhile). A list being swept counts as absent; a list replaced while
-// it is read is an error.
-func (ix *Index) PeriodIDs(ctx context.Context, job string, period time.Time) iter.Seq2[string, error] {
-	return func(yield func(string, error) bool) {
-		fail := func(err error) {
-			yield("", fmt.Errorf("period ids of job %q period %s in %s: %w", job, formatTime(period), ix.path, err))
-		}
-		if err := collect.CheckJob(job); err != nil {
-			fail(err)
-			return
-		}
-		start := sortable(period.UnixMilli())
-		var (
-			gen      uint64
-			count, n uint64
-			after    []byte
-			page     []string
-		)
-		for {
-			if err := ctx.Err(); err != nil {
-				fail(err)
-				return
-			}
-			page = page[:0]
-			more := false
-			err := ix.db.View(func(tx *bolt.Tx) error {
-				heads, _, lists, _ := jobPeriods(tx, job, false)
-				var v []byte
-				if heads != nil {
-					v = heads.Get(start)
-				}
-				if v == nil {
-					if gen != 0 {
-						return errors.New("list removed while it was read")
-					}
-					return nil
-				}
-				h, err := decodeHead(v)
-				if err != nil {
-					return err
-				}
-				switch {
-				case gen == 0 && h.flags&flagSweeping != 0:
-					return nil
-				case gen == 0:
-					gen, count = h.gen, h.count
-				case h.gen != gen || h.flags&flagSweeping != 0:
-					return fmt.Errorf("list replaced or swept while it was read (generation %d, was %d)", h.gen, gen)
-				}
-				b := nested(nested(lists, start), genKey(gen))
-				if b == nil {
-					return fmt.Errorf("generation %d of the list is missing", gen)
-				}
-				page, more = readPage(b, after, page)
-				return nil
-			})
-			if err != nil {
-				fail(err)
-				return
-			}
-			for _, id := range page {
-				n++
-				if !yield(id, nil) {
-					return
-				}
-			}
-			if !more {
-				break
-			}
-			after = []byte(page[len(page)-1])
-		}
-		if n != count {
-			fail(fmt.Errorf("list of generation %d has %d ids, its head says %d", gen, n, count))
-		}
-	}
-}
-
-// readPage appends to page up to periodIDsPage keys of list after after
-// (from the first when nil), and reports whether more follow.
-func readPage(list *bolt.Bucket, after []byte, page []string) ([]string, bool) {
-	c := list.Cursor()
-	k, _ := c.First()
-	if after != nil {
-		k, _ = c.Seek(after)
-		if k != nil && bytes.Equal(k, after) {
-			k, _ = c.Next()
-		}
-	}
-	for ; k != nil; k, _ = c.Next() {
-		if len(page) == periodIDsPage {
-			return page, true
-		}
-		page = append(page, string(k))
-	}
-	return page, false
 }
 
 // timeLayout is RFC 3339 with exactly three fraction digits, as the

@@ -167,12 +167,16 @@ func ixKeys(t *testing.T, s *Index, job string) (claims, heads, expiry, lists in
 			_ = l.ForEachBucket(func(start []byte) error {
 				gens := l.Bucket(start)
 				return gens.ForEachBucket(func(g []byte) error {
-					return gens.Bucket(g).ForEach(func(k, v []byte) error {
-						if len(v) > 0 {
-							ids[string(k)] = true
+					lc, err := newListCursor(gens.Bucket(g), unsortable(start))
+					if err != nil {
+						return err
+					}
+					for ok := lc.first(); ok; ok = lc.next() {
+						if lc.hasClaim() {
+							ids[string(lc.id)] = true
 						}
-						return nil
-					})
+					}
+					return lc.err
 				})
 			})
 		}

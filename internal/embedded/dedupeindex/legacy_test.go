@@ -32,7 +32,10 @@ func TestIndexReadsVersion1Claims(t *testing.T) {
 			v = binary.BigEndian.AppendUint64(v, uint64(expires.Unix()))
 			v = append(v, fp[:]...)
 			ixCommit(t, s, "job", start, expires, start, true, "tx-1")
-			// The claim value replaced by the version 1 one.
+			// The claim value replaced by the version 1 one: in a list of
+			// the per-id layout, as written before packed lists (a packed
+			// list's claims are never of version 1).
+			ixPerIDLayout(t, s, "job", start)
 			err := s.db.Update(func(tx *bolt.Tx) error {
 				_, _, lists, _ := jobPeriods(tx, "job", false)
 				gens := lists.Bucket(sortable(start.UnixMilli()))

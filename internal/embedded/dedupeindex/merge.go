@@ -129,6 +129,12 @@ type mergedProbe struct {
 // jobMerged returns job's merged runs (those with meta), in merge order.
 func jobMerged(tx *bolt.Tx, job string) ([]mergedProbe, error) {
 	metas, _ := jobBucket(tx, job, bucketMergedMeta, false)
+	return mergedRuns(metas)
+}
+
+// mergedRuns returns the merged runs of the job whose mergedmeta bucket
+// is metas (nil: none).
+func mergedRuns(metas *bolt.Bucket) ([]mergedProbe, error) {
 	if metas == nil {
 		return nil, nil
 	}

@@ -10,13 +10,13 @@ import (
 )
 
 // source reads one merge input in run order: a level-0 run (a list's
-// generation, its ids with a claim value) or a merged run's blocks.
+// generation, either layout: its ids with a claim value) or a merged
+// run's blocks.
 type source struct {
-	c     *bolt.Cursor
-	start int64  // level 0: the period start
-	gen   uint64 // level 0: the generation
-	l0    bool
-	block []entry // merged: the rest of the current block
+	c     *bolt.Cursor // merged
+	l0    *listCursor  // level 0
+	gen   uint64       // level 0: the generation
+	block []entry      // merged: the rest of the current block
 	cur   entry
 	done  bool
 }
@@ -26,28 +26,39 @@ type source struct {
 func openSource(lists, merged, metas *bolt.Bucket, in runRef, last *entry) (*source, error) {
 	s := &source{}
 	if in.key != nil {
+		start, gen := unsortable(in.key[:8]), binary.BigEndian.Uint64(in.key[8:])
 		run := nested(nested(lists, in.key[:8]), in.key[8:])
 		if run == nil {
-			return nil, fmt.Errorf("run of period %s generation %d is missing",
-				formatTime(time.UnixMilli(unsortable(in.key[:8]))), binary.BigEndian.Uint64(in.key[8:]))
+			return nil, fmt.Errorf("run of period %s generation %d is missing", formatTime(time.UnixMilli(start)), gen)
 		}
-		s.c, s.l0 = run.Cursor(), true
-		s.start, s.gen = unsortable(in.key[:8]), binary.BigEndian.Uint64(in.key[8:])
+		lc, err := newListCursor(run, start)
+		if err != nil {
+			return nil, fmt.Errorf("run of period %s generation %d: %w", formatTime(time.UnixMilli(start)), gen, err)
+		}
+		s.l0, s.gen = lc, gen
+		if last == nil {
+			lc.first()
+		} else {
+			lc.seek(last.id)
+		}
+		if err := s.loadL0(); err != nil {
+			return nil, err
+		}
 	} else {
 		run := nested(merged, in.seq)
 		if run == nil || metas == nil || metas.Get(in.seq) == nil {
 			return nil, fmt.Errorf("merged run %x is missing", in.seq)
 		}
 		s.c = run.Cursor()
-	}
-	var k, v []byte
-	if last == nil {
-		k, v = s.c.First()
-	} else {
-		k, v = s.c.Seek(last.id)
-	}
-	if err := s.load(k, v); err != nil {
-		return nil, err
+		var k, v []byte
+		if last == nil {
+			k, v = s.c.First()
+		} else {
+			k, v = s.c.Seek(last.id)
+		}
+		if err := s.load(k, v); err != nil {
+			return nil, err
+		}
 	}
 	for !s.done && last != nil && cmpEntry(&s.cur, last) <= 0 {
 		if err := s.advance(); err != nil {
@@ -57,23 +68,31 @@ func openSource(lists, merged, metas *bolt.Bucket, in runRef, last *entry) (*sou
 	return s, nil
 }
 
-// load makes the entry at cursor position k, v (or the next one with a
+// loadL0 makes the level-0 run's id at its cursor (or the next one with a
 // claim value) current.
-func (s *source) load(k, v []byte) error {
-	if s.l0 {
-		for ; k != nil && len(v) == 0; k, v = s.c.Next() {
-		}
-		if k == nil {
-			s.done = true
-			return nil
-		}
-		c, err := decodeClaim(v)
-		if err != nil {
-			return fmt.Errorf("claim of %q: %w", clip(string(k)), err)
-		}
-		s.cur = entry{id: bytes.Clone(k), gen: s.gen, c: c}
+func (s *source) loadL0() error {
+	lc := s.l0
+	for lc.ok() && !lc.hasClaim() {
+		lc.next()
+	}
+	if lc.err != nil {
+		return lc.err
+	}
+	if !lc.ok() {
+		s.done = true
 		return nil
 	}
+	c, _, err := lc.claim()
+	if err != nil {
+		return err
+	}
+	s.cur = entry{id: bytes.Clone(lc.id), gen: s.gen, c: c}
+	return nil
+}
+
+// load makes the first entry of the merged run's block at cursor
+// position k, v current.
+func (s *source) load(k, v []byte) error {
 	if k == nil {
 		s.done = true
 		return nil
@@ -90,7 +109,11 @@ func (s *source) load(k, v []byte) error {
 }
 
 func (s *source) advance() error {
-	if !s.l0 && len(s.block) > 0 {
+	if s.l0 != nil {
+		s.l0.next()
+		return s.loadL0()
+	}
+	if len(s.block) > 0 {
 		s.cur, s.block = s.block[0], s.block[1:]
 		return nil
 	}

@@ -169,6 +169,11 @@ func migratePeriod(tx *bolt.Tx, job string, start []byte) (uint64, error) {
 		gen := binary.BigEndian.Uint64(name)
 		last = max(last, gen)
 		list := gens.Bucket(name)
+		// Lists are packed from format reportjob/3 on, which is never
+		// migrated: a store of the by-id layout has none.
+		if packed, err := packedList(list); err != nil || packed {
+			return 0, fmt.Errorf("generation %d: a packed list in a store of the by-id layout (%v)", gen, err)
+		}
 		if base != nil {
 			if err := fillList(list, base, period); err != nil {
 				return 0, fmt.Errorf("generation %d: %w", gen, err)

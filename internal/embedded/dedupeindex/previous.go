@@ -42,8 +42,9 @@ func (w *claimWriter) failedIDs(gen uint64) iter.Seq2[string, error] {
 				if b == nil {
 					return fmt.Errorf("list deleted by another writer while it was read")
 				}
-				page, more = readPage(b, after, page)
-				return nil
+				var err error
+				page, more, err = readPage(b, after, page)
+				return err
 			})
 			if err != nil {
 				yield("", w.failedErr(gen, err))

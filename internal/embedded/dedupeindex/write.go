@@ -98,7 +98,14 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 		}
 		slices.Sort(w.older)
 		slices.Reverse(w.older)
-		if _, err := gens.CreateBucket(genKey(w.gen)); err != nil {
+		run, err := gens.CreateBucket(genKey(w.gen))
+		if err != nil {
+			return err
+		}
+		// The list is packed (l0block.go); the store's format, which
+		// mark records in this transaction, tells a binary from before
+		// packed lists to refuse the file.
+		if err := run.SetSequence(layoutPacked); err != nil {
 			return err
 		}
 		writers, err := jobBucket(tx, job, bucketWriters, true)
@@ -116,10 +123,13 @@ func (ix *Index) NewClaimWriter(ctx context.Context, job string, p report.Period
 // claimWriter is the embedded collect.ClaimWriter. It buffers up to
 // indexBatch adds and releases and writes them in one transaction, in the
 // background: the caller goes on filling the next batch meanwhile (at most
-// one batch is being written). A failed write is reported by the next Add,
-// Release or Commit. Each id goes into the writer's generation bucket in
-// the transaction that writes its claim, so a writer that never commits
-// leaves every claim it wrote listed there, for the next writer's Previous.
+// one batch is being written). A batch writes whole blocks of its packed
+// list (l0block.go): the adds past the last whole block stay buffered for
+// the next batch, except at Commit. A failed write is reported by the next
+// Add, Release or Commit. Each id goes into the writer's generation bucket
+// in the transaction that writes its claim (its claim is its entry there),
+// so a writer that never commits leaves every claim it wrote listed there,
+// for the next writer's Previous.
 type claimWriter struct {
 	ix      *Index
 	ctx     context.Context
@@ -138,14 +148,22 @@ type claimWriter struct {
 	// where the claims of ids added without write are carried from.
 	older []uint64
 	count uint64
-	last  string
-	adds  []pendingAdd
-	rels  []string
-	err   error // sticky: the first failure
-	done  bool
+	// claims is how many of the ids written have a claim value (the
+	// size of the list's filter).
+	claims int
+	last   string
+	adds   []pendingAdd
+	rels   []string
+	err    error // sticky: the first failure
+	done   bool
 	// writing receives the outcome of the batch being written, nil when
 	// none is.
-	writing chan error
+	writing chan writeResult
+}
+
+type writeResult struct {
+	claims int
+	err    error
 }
 
 type pendingAdd struct {
@@ -183,7 +201,7 @@ func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
 	w.count++
 	w.adds = append(w.adds, pendingAdd{id, fp, write})
 	if len(w.adds)+len(w.rels) >= indexBatch {
-		return w.flush()
+		return w.flushBlocks()
 	}
 	return nil
 }
@@ -198,14 +216,20 @@ func (w *claimWriter) Release(id string) error {
 	}
 	w.rels = append(w.rels, id)
 	if len(w.adds)+len(w.rels) >= indexBatch {
-		return w.flush()
+		return w.flushBlocks()
 	}
 	return nil
 }
 
 // flush starts writing the buffered adds and releases, after the batch
 // being written, if any, is done.
-func (w *claimWriter) flush() error {
+func (w *claimWriter) flush() error { return w.startWrite(true) }
+
+// flushBlocks is flush, but the adds past the last whole block stay
+// buffered (when there is a whole block).
+func (w *claimWriter) flushBlocks() error { return w.startWrite(false) }
+
+func (w *claimWriter) startWrite(last bool) error {
 	if err := w.wait(); err != nil {
 		return err
 	}
@@ -216,10 +240,19 @@ func (w *claimWriter) flush() error {
 		return w.fail(err)
 	}
 	adds, rels := w.adds, w.rels
-	w.adds, w.rels = make([]pendingAdd, 0, cap(adds)), make([]string, 0, cap(rels))
-	done := make(chan error, 1)
+	keep := 0
+	if !last && len(adds) > blockEntries {
+		keep = len(adds) % blockEntries
+	}
+	w.adds = append(make([]pendingAdd, 0, cap(adds)), adds[len(adds)-keep:]...)
+	adds = adds[:len(adds)-keep]
+	w.rels = make([]string, 0, cap(rels))
+	done := make(chan writeResult, 1)
 	w.writing = done
-	go func() { done <- w.write(adds, rels) }()
+	go func() {
+		n, err := w.write(adds, rels)
+		done <- writeResult{n, err}
+	}()
 	return nil
 }
 
@@ -227,68 +260,80 @@ func (w *claimWriter) flush() error {
 // writer's sticky error.
 func (w *claimWriter) wait() error {
 	if w.writing != nil {
-		err := <-w.writing
+		r := <-w.writing
 		w.writing = nil
-		if err != nil {
-			return w.fail(fmt.Errorf("%s: %w", w.ix.path, err))
+		if r.err != nil {
+			return w.fail(fmt.Errorf("%s: %w", w.ix.path, r.err))
 		}
+		w.claims += r.claims
 	}
 	return w.err
 }
 
-// write writes adds in one transaction: each id goes into the writer's
-// run (its generation bucket) with its claim value, written or carried
-// over (see carried), or with none. A release writes nothing: the claim
-// released is in an older generation of the period, which goes at
-// Commit, and in merged runs as an entry of that generation, which the
-// Commit invalidates (see validity).
-func (w *claimWriter) write(adds []pendingAdd, _ []string) error {
-	return w.ix.db.Update(func(tx *bolt.Tx) error {
+// write writes adds in one transaction, into blocks of the writer's run
+// (its generation bucket, packed): each id with its claim value, written
+// or carried over (see carried), or with none. It returns how many have
+// a claim value. A release writes nothing: the claim released is in an
+// older generation of the period, which goes at Commit, and in merged
+// runs as an entry of that generation, which the Commit invalidates (see
+// validity).
+func (w *claimWriter) write(adds []pendingAdd, _ []string) (int, error) {
+	claims := 0
+	err := w.ix.db.Update(func(tx *bolt.Tx) error {
 		_, _, lists, _ := jobPeriods(tx, w.job, false)
 		gens := nested(lists, w.start)
 		run := nested(gens, genKey(w.gen))
 		if run == nil {
 			return fmt.Errorf("generation %d of the list was deleted by another writer", w.gen)
 		}
-		// Ids come in ascending order: pack the run's pages full.
-		run.FillPercent = 1
-		older := make([]*bolt.Bucket, 0, len(w.older))
+		older := make([]*listReader, 0, len(w.older))
 		for _, g := range w.older {
 			if b := gens.Bucket(genKey(g)); b != nil {
-				older = append(older, b)
+				r, err := newListReader(b, w.claim.period)
+				if err != nil {
+					return fmt.Errorf("generation %d: %w", g, err)
+				}
+				older = append(older, r)
 			}
 		}
-		// bbolt keeps keys and values until the transaction ends: no
-		// buffer is reused.
+		pk := newL0Packer(run, w.claim.period)
 		for _, a := range adds {
-			kb := []byte(a.id)
-			var v []byte
-			if a.write {
-				c := w.claim
+			c := w.claim
+			ok := a.write
+			if ok {
 				c.fp = a.fp
-				v = c.encode()
 			} else {
-				v = carried(older, kb)
+				var err error
+				if c, ok, err = carried(older, []byte(a.id)); err != nil {
+					return err
+				}
 			}
-			if err := run.Put(kb, v); err != nil {
-				return fmt.Errorf("claim of %q: %w", clip(a.id), err)
+			cp := &c
+			if !ok {
+				cp = nil
+			} else {
+				claims++
+			}
+			if err := pk.add(a.id, cp); err != nil {
+				return err
 			}
 		}
-		return nil
+		return pk.flush()
 	})
+	return claims, err
 }
 
 // carried returns the claim value that an id added without write keeps:
 // the period's own, from the newest older generation of the period that
-// wrote one; nil when the period has none (the id's claim, if any, is
-// another period's). It is copied: those runs go at Commit.
-func carried(older []*bolt.Bucket, id []byte) []byte {
-	for _, b := range older {
-		if v := b.Get(id); len(v) > 0 {
-			return append([]byte(nil), v...)
+// wrote one; ok is false when the period has none (the id's claim, if
+// any, is another period's).
+func carried(older []*listReader, id []byte) (c claimValue, ok bool, err error) {
+	for _, r := range older {
+		if c, ok, err = r.get(id); err != nil || ok {
+			return c, ok, err
 		}
 	}
-	return nil
+	return c, false, nil
 }
 
 // Commit implements collect.ClaimWriter: after the last batch, one
@@ -338,7 +383,11 @@ func (w *claimWriter) Commit() error {
 		if err != nil {
 			return err
 		}
-		if err := filters.Put(runKey(w.start, w.gen), buildFilter(gens.Bucket(genKey(w.gen)))); err != nil {
+		f, err := packedFilter(gens.Bucket(genKey(w.gen)), w.claims)
+		if err != nil {
+			return fmt.Errorf("generation %d: %w", w.gen, err)
+		}
+		if err := filters.Put(runKey(w.start, w.gen), f); err != nil {
 			return err
 		}
 		if err := deleteRunKeys(filters, w.start, w.gen); err != nil {
