@@ -73,7 +73,7 @@ func (c *cli) transactionByID(ctx context.Context, id string, lf *lookupFlags) e
 		case idx == nil:
 			fmt.Fprintf(w, "dedupe index: not kept (report.dedupe_window is 0)\n")
 		default:
-			fmt.Fprintf(w, "dedupe index: no entry (never billed, or billed longer ago than claims are kept: %s after their period)\n",
+			fmt.Fprintf(w, "dedupe index: no entry (never billed, or billed longer ago than claims are kept: %s after their period, or after the run that billed them when later)\n",
 				days(collect.ClaimRetention(c.cfg.Report.DedupeWindow)))
 		}
 	}
@@ -124,7 +124,7 @@ func (c *cli) transactionByID(ctx context.Context, id string, lf *lookupFlags) e
 	case ranged:
 		sum.Note = fmt.Sprintf("searched %d period(s) of the range", h.Searched)
 	case h.Claim != nil || len(h.Sightings) > 0:
-		sum.Note = fmt.Sprintf("from the dedupe index: %d period(s) read; it keeps ids %s after their period: search older ones with --from T --to T",
+		sum.Note = fmt.Sprintf("from the dedupe index: %d period(s) read; it keeps ids %s after their period (or after the run that billed them, when later): search older ones with --from T --to T",
 			h.Searched, days(collect.ClaimRetention(c.cfg.Report.DedupeWindow)))
 	default:
 		sum.Note = "not in the dedupe index: search a range of periods with --from T --to T"

@@ -38,7 +38,8 @@ type verifySummary struct {
 	Differ   int    `json:"differ"`
 	Repaired int    `json:"repaired"`
 	// NotRepairable counts the periods --repair left as they were because
-	// repairing them would lose part of the billing record.
+	// repairing them would lose part of the billing record, and the final
+	// months whose lost objects no rebuild gives byte for byte.
 	NotRepairable int `json:"not_repairable,omitempty"`
 	// Repriced counts the periods --reprice published at today's rates
 	// that did not differ (those that did count as repaired).
@@ -124,6 +125,7 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 			switch {
 			case mc.NotRepairable != "":
 				monthsNotRepairable++
+				sum.NotRepairable++
 			case mc.Repaired != "":
 				monthsRepaired++
 			}
@@ -136,6 +138,10 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 			sum.Status = "failed"
 		}
 		sum.Error = err.Error()
+	case monthsNotRepairable > 0:
+		sum.Status = "differs"
+		err = fmt.Errorf("%d of %d periods differ; the statements of %d of %d months differ, %d not repairable (see not_repairable): %w",
+			sum.Differ, sum.Periods, sum.MonthsDiffer, sum.Months, monthsNotRepairable, errDiffers)
 	case sum.Differ > 0 && sum.Repaired == sum.Differ:
 		sum.Status = "repaired"
 		err = fmt.Errorf("%d of %d periods differed (all repaired: run verify again to confirm): %w", sum.Differ, sum.Periods, errDiffers)
@@ -146,10 +152,6 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	case sum.Differ > 0:
 		sum.Status = "differs"
 		err = fmt.Errorf("%d of %d periods differ: %w", sum.Differ, sum.Periods, errDiffers)
-	case monthsNotRepairable > 0:
-		sum.Status = "differs"
-		err = fmt.Errorf("the statements of %d of %d months differ, %d not repairable (see not_repairable): %w",
-			sum.MonthsDiffer, sum.Months, monthsNotRepairable, errDiffers)
 	case sum.MonthsDiffer > 0 && monthsRepaired == sum.MonthsDiffer:
 		sum.Status = "repaired"
 		err = fmt.Errorf("the statements of %d of %d months differed (all repaired: run verify again to confirm): %w", sum.MonthsDiffer, sum.Months, errDiffers)
@@ -205,7 +207,7 @@ func monthLine(mc monthclose.MonthCheck) string {
 		b.WriteString(mc.Repaired)
 	}
 	if mc.NotRepairable != "" {
-		b.WriteString(" -> not repairable: ")
+		b.WriteString(" -> NOT repairable: ")
 		b.WriteString(mc.NotRepairable)
 	}
 	return b.String()
