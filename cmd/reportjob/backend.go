@@ -75,6 +75,18 @@ type bucket struct {
 	init func(context.Context) error
 	// path is where a key lands, for people: a file path or an s3:// URL.
 	path func(key string) string
+	// close releases what the sink holds (a folder sink's temporary
+	// folder and its lock); nil when there is nothing to release.
+	close func() error
+}
+
+// Close releases what the sink holds. Commands that write call it, so
+// that a folder sink leaves no temporary folder behind.
+func (b *bucket) Close() error {
+	if b.close == nil {
+		return nil
+	}
+	return b.close()
 }
 
 func openBucket(ctx context.Context, c *cli) (*bucket, error) {
@@ -87,7 +99,7 @@ func openBucket(ctx context.Context, c *cli) (*bucket, error) {
 		}
 		abs, _ := filepath.Abs(cfg.Sink.Dir)
 		return &bucket{Bucket: sink.New(s), init: func(context.Context) error { return nil },
-			path: func(key string) string { return filepath.Join(abs, filepath.FromSlash(key)) }}, nil
+			path: func(key string) string { return filepath.Join(abs, filepath.FromSlash(key)) }, close: s.Close}, nil
 	case strings.HasPrefix(cfg.Sink.URL, "s3://"):
 		s3c := cfg.Sink.S3
 		k, err := loadTestKnobs(c.env)

@@ -68,6 +68,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	defer b.Close()
 	stats, err := ingest.Generate(ctx, st, ingest.GenerateOptions{
 		N: *n, Agencies: *agencies, Seed: *seed, From: day, To: day.Add(24 * time.Hour), Shards: cfg.Keys.Shards,
 	})

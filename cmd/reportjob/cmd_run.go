@@ -172,6 +172,7 @@ func (c *cli) runJob(ctx context.Context, opts job.RunOptions) (job.Result, erro
 	if err != nil {
 		return job.Result{}, err
 	}
+	defer b.Close()
 	j := c.newJob(st, b, nil)
 	opts.Progress = c.progress()
 	res, err := j.Run(ctx, opts)

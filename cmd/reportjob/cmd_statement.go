@@ -96,6 +96,7 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 	if err != nil {
 		return err
 	}
+	defer b.Close()
 	j := c.newJob(st, b, nil)
 	if closeM {
 		res, err := j.Close(ctx, monthCloseOptions(month, now))

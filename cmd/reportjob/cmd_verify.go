@@ -183,6 +183,7 @@ func (c *cli) verify(ctx context.Context, o job.VerifyOptions) ([]job.PeriodChec
 	if err != nil {
 		return nil, err
 	}
+	defer b.Close()
 	j := c.newJob(st, b, nil)
 	progress := c.progress()
 	o.Progress = func(i, n int, p report.Period) { progress(i, n, "verify", p) }
