@@ -30,6 +30,10 @@ type DedupeOptions struct {
 	// Fence is called before the claims are started and before they are
 	// committed: a non-nil error (the lease is lost) stops Dedupe with it.
 	Fence func() error
+	// Wall is the wall clock at the start of the run (the lease's clock,
+	// not --now): on a WallClockIndex, claims are also kept
+	// ClaimRetention after it. Zero: the report clock alone.
+	Wall time.Time
 	// Now is the report clock. Claims expired before both it and the
 	// period's start may be swept: a report clock ahead of real time
 	// (--now, a host clock ahead) never sweeps claims that still count
@@ -289,10 +293,17 @@ func (d *deduper) startClaims(ctx context.Context) error {
 // (DynamoDB's Time to Live goes by the wall clock and deletes them within
 // days) while the backfill's later periods, within the window of them,
 // still need them.
+//
+// On a WallClockIndex (DynamoDB), it is also at least ClaimRetention after
+// the wall clock: a report clock in the past (`run --now`) would otherwise
+// write claims that the store's Time to Live deletes at once.
 func (d *deduper) expiry() time.Time {
 	from := d.c.Period.End
 	if d.o.Now.After(from) {
 		from = d.o.Now
+	}
+	if _, ok := d.o.Index.(WallClockIndex); ok && d.o.Wall.After(from) {
+		from = d.o.Wall
 	}
 	return from.Add(ClaimRetention(d.o.Window))
 }

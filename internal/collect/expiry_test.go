@@ -16,6 +16,12 @@ type expiryIndex struct {
 	expires []time.Time
 }
 
+// wallIndex is an expiryIndex whose store deletes by the wall clock, as
+// DynamoDB's does.
+type wallIndex struct{ *expiryIndex }
+
+func (wallIndex) ExpiresByWallClock() {}
+
 func (x *expiryIndex) NewClaimWriter(ctx context.Context, job string, p report.Period, expires, sweep time.Time) (collect.ClaimWriter, error) {
 	x.expires = append(x.expires, expires)
 	return x.Index.NewClaimWriter(ctx, job, p, expires, sweep)
@@ -29,14 +35,22 @@ func (x *expiryIndex) NewClaimWriter(ctx context.Context, job string, p report.P
 // producer retry in those periods was billed twice.
 func TestClaimExpiry(t *testing.T) {
 	retention := collect.ClaimRetention(week)
+	wall := p10.End.AddDate(0, 6, 0)
 	for _, tc := range []struct {
-		name string
-		now  time.Time
-		want time.Time
+		name      string
+		now, wall time.Time
+		wallIndex bool // the store deletes by the wall clock (DynamoDB)
+		want      time.Time
 	}{
-		{"delivery", p10.End.Add(2 * time.Minute), p10.End.Add(2*time.Minute + retention)},
-		{"backfill a year later", p10.End.AddDate(1, 0, 0), p10.End.AddDate(1, 0, 0).Add(retention)},
-		{"report clock before the period's end", p10.Start, p10.End.Add(retention)},
+		{"delivery", p10.End.Add(2 * time.Minute), p10.End.Add(2 * time.Minute), false, p10.End.Add(2*time.Minute + retention)},
+		{"backfill a year later", p10.End.AddDate(1, 0, 0), p10.End.AddDate(1, 0, 0), false, p10.End.AddDate(1, 0, 0).Add(retention)},
+		{"report clock before the period's end", p10.Start, time.Time{}, false, p10.End.Add(retention)},
+		// run --now in the past: the embedded store sweeps by the report
+		// clock, so the report clock decides; DynamoDB deletes by the wall
+		// clock, so its claims are kept from the wall clock.
+		{"report clock in the past, swept by the report clock", p10.End.Add(time.Hour), wall, false, p10.End.Add(time.Hour + retention)},
+		{"report clock in the past, deleted by the wall clock", p10.End.Add(time.Hour), wall, true, wall.Add(retention)},
+		{"wall clock behind the report clock", p10.End.Add(time.Hour), p10.Start, true, p10.End.Add(time.Hour + retention)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := openStore(t)
@@ -48,7 +62,11 @@ func TestClaimExpiry(t *testing.T) {
 			}
 			defer c.Close()
 			x := &expiryIndex{Index: s}
-			if _, err := c.Dedupe(ctx, collect.DedupeOptions{Job: "job", Index: x, Window: week, Write: true, Now: tc.now},
+			var index collect.Index = x
+			if tc.wallIndex {
+				index = wallIndex{x}
+			}
+			if _, err := c.Dedupe(ctx, collect.DedupeOptions{Job: "job", Index: index, Window: week, Write: true, Now: tc.now, Wall: tc.wall},
 				func(*item.Transaction) error { return nil }); err != nil {
 				t.Fatal(err)
 			}

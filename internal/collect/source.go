@@ -61,6 +61,18 @@ type Claim struct {
 	Expires time.Time
 }
 
+// WallClockIndex is an Index whose store deletes expired claims and
+// sightings by its own wall clock (DynamoDB's Time to Live), not when the
+// job sweeps them by the report clock (the embedded store). Dedupe keeps
+// what it writes there at least ClaimRetention after DedupeOptions.Wall
+// too, so that a run whose report clock is in the past (`run --now`)
+// writes no claim the store deletes at once.
+type WallClockIndex interface {
+	Index
+	// ExpiresByWallClock marks the index; it does nothing.
+	ExpiresByWallClock()
+}
+
 // RetentionFloor is the least time a claim is kept after its billing
 // period's end, whatever report.dedupe_window is: a raise of the window to
 // at most this (or twice the old window, when more) protects every claim

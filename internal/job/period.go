@@ -242,7 +242,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		fence = r.lease.Check
 	}
 	st, err := col.Dedupe(ctx, collect.DedupeOptions{
-		Job: j.Name, Index: index, Window: j.DedupeWindow, Write: !r.opts.DryRun, Fence: fence, Now: r.opts.Now,
+		Job: j.Name, Index: index, Window: j.DedupeWindow, Write: !r.opts.DryRun, Fence: fence, Now: r.opts.Now, Wall: j.now(),
 	}, agg.Add)
 	if err != nil {
 		return res, err

@@ -95,6 +95,12 @@ func New(api API, table string, b *batch.Retrier, log *slog.Logger) *Index {
 	return &Index{api: api, table: table, batch: b, log: log, clock: time.Now}
 }
 
+// ExpiresByWallClock implements collect.WallClockIndex: DynamoDB's Time
+// to Live deletes expired items by its own clock.
+func (ix *Index) ExpiresByWallClock() {}
+
+var _ collect.WallClockIndex = (*Index)(nil)
+
 // AttrExpiresAt is the attribute that holds an index item's expiry, in Unix
 // seconds: the state table's Time to Live attribute.
 const AttrExpiresAt = "expires_at"
