@@ -54,8 +54,9 @@ type Claim struct {
 	FP [FPLen]byte
 	// Expires is when the store may delete the claim (DynamoDB's TTL, the
 	// embedded sweep): the billing period's end (or the report clock when
-	// the claim was written, if later: a backfill) plus ClaimRetention of
-	// the window in force when it was written. Whether the claim counts is
+	// the claim was written, if later: a backfill; on a WallClockIndex the
+	// wall clock too) plus ClaimRetention of the window in force when it
+	// was written. Whether the claim counts is
 	// decided at look-up, with the window in force then (see Counts); its
 	// expiry only bounds how long it is kept.
 	Expires time.Time
