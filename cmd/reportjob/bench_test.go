@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/reportjob/reportjob/internal/testenv"
 	"io"
 	"os"
 	"path/filepath"
@@ -157,9 +158,9 @@ func benchRun(b *testing.B, lineItems bool) {
 		ph := startHeapPeak()
 		stopCPU := startCPUProfile(b)
 		b.StartTimer()
-		cpu0 := processCPU()
+		cpu0 := testenv.ProcessCPU()
 		out := mustRunCLI(b, "--config", cfg, "run", "--now", benchNow)
-		cpu += processCPU() - cpu0
+		cpu += testenv.ProcessCPU() - cpu0
 		b.StopTimer()
 		stopCPU()
 		peak = max(peak, ph.stop())

@@ -3,6 +3,7 @@ package collect_test
 import (
 	"context"
 	"fmt"
+	"github.com/reportjob/reportjob/internal/testenv"
 	"path/filepath"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func BenchmarkReadEmbedded(b *testing.B) {
 		}
 	}
 	ctx := context.Background()
-	cpu := processCPU()
+	cpu := testenv.ProcessCPU()
 	b.ReportAllocs()
 	for b.Loop() {
 		c, err := collect.Read(ctx, collect.Config{Concurrency: 1, Dir: b.TempDir()}, s, p10)
@@ -93,7 +94,7 @@ func BenchmarkReadEmbedded(b *testing.B) {
 		c.Close()
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
-	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(n*b.N), "cpu-ns/item")
+	b.ReportMetric(float64((testenv.ProcessCPU()-cpu).Nanoseconds())/float64(n*b.N), "cpu-ns/item")
 }
 
 // BenchmarkReadDedupe reads 200,000 transactions of one partition (1 in
@@ -120,7 +121,7 @@ func BenchmarkReadDedupe(b *testing.B) {
 	}
 	src.pk = src.items[0].PK
 	ctx := context.Background()
-	cpu := processCPU()
+	cpu := testenv.ProcessCPU()
 	for b.Loop() {
 		c, err := collect.Read(ctx, collect.Config{Concurrency: 1, Dir: b.TempDir(), SortMemBytes: 16 << 20}, src, p10)
 		if err != nil {
@@ -138,5 +139,5 @@ func BenchmarkReadDedupe(b *testing.B) {
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tx/s")
 	// CPU time (user and system, the source's included) is steadier than
 	// wall time on a shared machine.
-	b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(n*b.N), "cpu-ns/tx")
+	b.ReportMetric(float64((testenv.ProcessCPU()-cpu).Nanoseconds())/float64(n*b.N), "cpu-ns/tx")
 }

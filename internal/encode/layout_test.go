@@ -3,9 +3,9 @@ package encode
 import (
 	"bytes"
 	"fmt"
+	"github.com/reportjob/reportjob/internal/testenv"
 	"io"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -123,9 +123,9 @@ func TestLineItemLayouts(t *testing.T) {
 		bestCPU, bestWall := time.Duration(1<<62), time.Duration(1<<62)
 		for range 3 {
 			cw := &countingWriter{}
-			c0, w0 := cpuTime(), time.Now()
+			c0, w0 := testenv.ProcessCPU(), time.Now()
 			writeLayout(t, cw, recs, l)
-			bestCPU, bestWall = min(bestCPU, cpuTime()-c0), min(bestWall, time.Since(w0))
+			bestCPU, bestWall = min(bestCPU, testenv.ProcessCPU()-c0), min(bestWall, time.Since(w0))
 			size = cw.n
 		}
 		if base == 0 {
@@ -173,13 +173,6 @@ func writeBatches[T any](w io.Writer, recs []lineItemRecord, opts []parquet.Writ
 		}
 	}
 	return pw.Close()
-}
-
-// cpuTime is the process's user+system CPU time.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestLineItemDictionaryColumns: the transactions file dictionary-encodes

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"github.com/reportjob/reportjob/internal/testenv"
 	"math/rand/v2"
 	"runtime"
 	"runtime/metrics"
@@ -126,7 +127,7 @@ func benchSort(b *testing.B, mem, workers int, shape string) {
 	peak := startPeakHeap()
 	for i := 0; b.Loop(); i++ {
 		runtime.GC()
-		cpu, t0 := processCPU(), time.Now()
+		cpu, t0 := testenv.ProcessCPU(), time.Now()
 		s := New(Options{Dir: b.TempDir(), MemBytes: mem})
 		var wg sync.WaitGroup
 		for w := range workers {
@@ -163,7 +164,7 @@ func benchSort(b *testing.B, mem, workers int, shape string) {
 		}
 		t3 := time.Now()
 		addTime, sortTime, iterTime = addTime+t1.Sub(t0), sortTime+t2.Sub(t1), iterTime+t3.Sub(t2)
-		cpuTime += processCPU() - cpu
+		cpuTime += testenv.ProcessCPU() - cpu
 		if n != benchRecords/workers*workers {
 			b.Fatalf("%d records out, %d in", n, benchRecords)
 		}

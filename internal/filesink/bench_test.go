@@ -5,10 +5,9 @@ package filesink
 import (
 	"bytes"
 	"fmt"
+	"github.com/reportjob/reportjob/internal/testenv"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/reportjob/reportjob/internal/sink/driver"
 )
@@ -33,7 +32,7 @@ func BenchmarkPut(b *testing.B) {
 			defer s.Close()
 			body := bytes.Repeat([]byte("agency,amount\n"), 2048/14)
 			b.ReportAllocs()
-			cpu0 := processCPU()
+			cpu0 := testenv.ProcessCPU()
 			i := 0
 			for b.Loop() {
 				if _, err := s.Put(b.Context(), bc.key(i), bytes.NewReader(body), int64(len(body)), driver.PutOptions{}); err != nil {
@@ -41,18 +40,7 @@ func BenchmarkPut(b *testing.B) {
 				}
 				i++
 			}
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(i), "cpu-ns/op")
+			b.ReportMetric(float64(testenv.ProcessCPU()-cpu0)/float64(i), "cpu-ns/op")
 		})
 	}
-}
-
-// processCPU returns the CPU time (user and system) the process has used:
-// a Put's wall time is mostly fsync latency, its CPU is what the job's
-// other work competes with.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -2,6 +2,7 @@ package monthclose_test
 
 import (
 	"fmt"
+	"github.com/reportjob/reportjob/internal/testenv"
 	"testing"
 	"time"
 
@@ -68,11 +69,11 @@ func BenchmarkFirstDelivery(b *testing.B) {
 		f.c.Formats = monthclose.Formats{PDF: true, CSV: true}
 		f.c.RenderPDF = pdf.Render
 		f.publish(hour(0), report.ReasonDelivery, all)
-		start := cpuTime()
+		start := testenv.ProcessCPU()
 		b.StartTimer()
 		res, err := f.update(hour(1).Start, "")
 		b.StopTimer()
-		cpu += cpuTime() - start
+		cpu += testenv.ProcessCPU() - start
 		if err != nil || len(res.Months) != 1 || res.Months[0].Agencies != 500 {
 			b.Fatalf("first delivery: %v %+v", err, res)
 		}

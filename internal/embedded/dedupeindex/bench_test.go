@@ -4,12 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/reportjob/reportjob/internal/testenv"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -119,13 +119,13 @@ func BenchmarkPeriodClaims(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				c0 := cpuTime(b)
+				c0 := testenv.ProcessCPU()
 				b.StartTimer()
 				if found := benchPeriod(b, New(db, path), p, ids); found != 0 {
 					b.Fatalf("%d new ids found claimed", found)
 				}
 				b.StopTimer()
-				cpu += cpuTime(b) - c0
+				cpu += testenv.ProcessCPU() - c0
 				if err := db.Close(); err != nil {
 					b.Fatal(err)
 				}
@@ -153,7 +153,7 @@ func BenchmarkPeriodClaims(b *testing.B) {
 				b.Fatal(err)
 			}
 			ix := New(db, path)
-			c0 := cpuTime(b)
+			c0 := testenv.ProcessCPU()
 			b.StartTimer()
 			for i := range next {
 				start := benchStart.Add(time.Duration(periods+i) * time.Hour)
@@ -162,7 +162,7 @@ func BenchmarkPeriodClaims(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			cpu += cpuTime(b) - c0
+			cpu += testenv.ProcessCPU() - c0
 			if err := db.Close(); err != nil {
 				b.Fatal(err)
 			}
@@ -217,17 +217,6 @@ func benchTemplate(b *testing.B, name string, periods int, period time.Duration,
 	}
 	benchTemplates[name] = tmpl
 	return tmpl
-}
-
-// cpuTime is the process's user+sys CPU time so far: on a shared
-// machine, a measure the other processes disturb less than wall time
-// (the index's background batch writes count too; fsync waits do not).
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func copyFile(b *testing.B, from, to string) {
