@@ -21,21 +21,7 @@ import (
 // wants reportjob/2 or reportjob/1), and the index still answers the
 // same.
 func TestOpenTakesFormatV2(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "store.db")
-	b, err := os.ReadFile(filepath.Join("dedupeindex", "testdata", "perid-layout.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	setRaw(t, path, func(tx *bolt.Tx) error {
-		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		return meta.Put(keyFormat, []byte(formatV2))
-	})
+	path := fixtureStore(t, "perid-layout.db", formatV2)
 	var want struct {
 		Claims []collect.Claim `json:"claims"`
 	}
@@ -93,4 +79,27 @@ func TestOpenTakesFormatV2(t *testing.T) {
 	if m, _ := rawState(t, path); m != format || format != "reportjob/3" {
 		t.Errorf("format after the first writer = %q, want reportjob/3", m)
 	}
+}
+
+// fixtureStore copies the store fixture name (in dedupeindex/testdata,
+// written by the index of its time alone) to a temporary file, marks it
+// with format as the store of its time did, and returns its path.
+func fixtureStore(t *testing.T, name, format string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "store.db")
+	b, err := os.ReadFile(filepath.Join("dedupeindex", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	setRaw(t, path, func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		return meta.Put(keyFormat, []byte(format))
+	})
+	return path
 }

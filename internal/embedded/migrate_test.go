@@ -17,27 +17,11 @@ import (
 // TestOpenMigratesLegacyIndex: a store of format reportjob/1 whose dedupe
 // index has the by-id layout (dedupeindex/testdata/bucket-layout.db,
 // written by that code) is migrated by Open, once: the marker becomes
-// reportjob/2 (which a binary from before refuses: it wants exactly
+// reportjob/3 (which a binary from before refuses: it wants exactly
 // reportjob/1), the by-id bucket is gone, the index answers what the old
 // code answered, and a second Open writes nothing.
 func TestOpenMigratesLegacyIndex(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "store.db")
-	b, err := os.ReadFile(filepath.Join("dedupeindex", "testdata", "bucket-layout.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	// The fixture was written by the index alone: mark it as the store
-	// of its time did.
-	setRaw(t, path, func(tx *bolt.Tx) error {
-		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
-		if err != nil {
-			return err
-		}
-		return meta.Put(keyFormat, []byte("reportjob/1"))
-	})
+	path := fixtureStore(t, "bucket-layout.db", "reportjob/1")
 	var want struct {
 		Claims []collect.Claim `json:"claims"`
 	}
