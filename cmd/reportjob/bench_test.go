@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/reportjob/reportjob/internal/testenv"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime/metrics"
@@ -119,7 +118,7 @@ func benchStore(b *testing.B, n int) string {
 		"--allow-late", "--now", benchNow)
 	path := filepath.Join(dir, "store.db")
 	if cache != "" {
-		copyFile(b, path, cache)
+		testenv.CopyFile(b, path, cache)
 		if err := os.WriteFile(cache+".n", []byte(strconv.Itoa(n)), 0o644); err != nil {
 			b.Fatal(err)
 		}
@@ -153,7 +152,7 @@ func benchRun(b *testing.B, lineItems bool) {
 	for b.Loop() {
 		b.StopTimer()
 		dir := b.TempDir()
-		copyFile(b, src, filepath.Join(dir, "store.db"))
+		testenv.CopyFile(b, src, filepath.Join(dir, "store.db"))
 		cfg := benchConfig(b, dir, lineItems)
 		ph := startHeapPeak()
 		stopCPU := startCPUProfile(b)
@@ -263,25 +262,6 @@ func BenchmarkIngestJSONL(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
-}
-
-func copyFile(b *testing.B, from, to string) {
-	b.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		b.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // heapPeak samples the Go heap's object bytes (live and not yet swept)

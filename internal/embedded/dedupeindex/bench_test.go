@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"github.com/reportjob/reportjob/internal/testenv"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,7 +113,7 @@ func BenchmarkPeriodClaims(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				path := filepath.Join(dir, "store.db")
-				copyFile(b, tmpl, path)
+				testenv.CopyFile(b, tmpl, path)
 				db, err := bolt.Open(path, 0o600, nil)
 				if err != nil {
 					b.Fatal(err)
@@ -147,7 +146,7 @@ func BenchmarkPeriodClaims(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			path := filepath.Join(dir, "store.db")
-			copyFile(b, tmpl, path)
+			testenv.CopyFile(b, tmpl, path)
 			db, err := bolt.Open(path, 0o600, nil)
 			if err != nil {
 				b.Fatal(err)
@@ -217,22 +216,4 @@ func benchTemplate(b *testing.B, name string, periods int, period time.Duration,
 	}
 	benchTemplates[name] = tmpl
 	return tmpl
-}
-
-func copyFile(b *testing.B, from, to string) {
-	in, err := os.Open(from)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		b.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		b.Fatal(err)
-	}
 }
