@@ -158,9 +158,9 @@ type candidate struct {
 }
 
 // run decides every group of it, in transaction id order. A grouper
-// goroutine merges, groups and decodes the records and looks their claims
-// up ahead, a few batches at a time, while this one decides, records the
-// claims and emits: the two halves of the work run on two cores.
+// goroutine merges and groups the records; batches of them are decoded
+// and their claims looked up ahead, a few at a time, while this one
+// decides, records the claims and emits: the work runs on every core.
 func (d *deduper) run(ctx context.Context, it recordIterator) error {
 	ctx, cancel := context.WithCancel(ctx)
 	g := startGrouper(ctx, it, d.o.Index, d.o.Job, max(d.c.cfg.Concurrency, 1))
@@ -171,7 +171,7 @@ func (d *deduper) run(ctx context.Context, it recordIterator) error {
 	for b := range g.out {
 		<-b.ready // a lookup ends when its context does
 		if b.err != nil {
-			return fmt.Errorf("look up the dedupe index: %w", b.err)
+			return b.err
 		}
 		if err := d.decide(b); err != nil {
 			return err
@@ -281,6 +281,9 @@ func (d *deduper) startClaims(ctx context.Context) error {
 		return fmt.Errorf("write the dedupe index: %w", err)
 	}
 	d.cw = cw
+	if ec, ok := cw.(ExpectingClaimWriter); ok {
+		ec.Expect(d.c.valid) // it bills at most the valid transactions
+	}
 	next, stop := iter.Pull2(cw.Previous())
 	d.oldIDs, d.stopOld = next, stop
 	return d.advanceOld()

@@ -15,14 +15,18 @@ type recordIterator interface {
 	Err() error
 }
 
-// batch is up to MaxLookup consecutive groups of records, decoded, with
-// the claims of their candidates once ready is closed.
+// batch is up to MaxLookup consecutive groups of records. Once ready is
+// closed, its candidates are decoded and their claims looked up (or err
+// says why not).
 type batch struct {
 	entries []entry
-	ids     []string // the candidates' ids, for the lookup
-	ready   chan struct{}
-	claims  map[string]Claim
-	err     error
+	// arena holds the encoded record of each candidate (entry.rec) until
+	// it is decoded.
+	arena  []byte
+	ids    []string // the candidates' ids, for the lookup
+	ready  chan struct{}
+	claims map[string]Claim
+	err    error
 }
 
 // entry is one transaction id of the period: a candidate and the number
@@ -31,18 +35,22 @@ type entry struct {
 	cand     candidate
 	dups     int
 	conflict []record
+	// rec is where the candidate's record lies in the batch's arena:
+	// key at [0, 1), value at [1, 2).
+	rec [3]int
 }
 
 // record is one sort record (decodeRecord decodes it).
 type record struct{ key, value []byte }
 
 // grouper walks the id-sorted records in a goroutine of its own, groups
-// the copies of each transaction id, decodes them, and sends them in
-// batches on out, in order. Each batch's claims are looked up in the
-// background, at most `lookups` batches at once (and as many wait in out),
-// so that the index's latency (a BatchGetItem round trip on DynamoDB) and
-// the decoding overlap the caller's work. Memory is bounded: a few batches
-// of MaxLookup transactions.
+// the copies of each transaction id, and sends them in batches on out, in
+// order. Each batch's candidates are decoded and their claims looked up in
+// the background, at most `lookups` batches at once (and as many wait in
+// out), so that the decoding runs on another core than the merge and the
+// caller's work, and the index's latency (a BatchGetItem round trip on
+// DynamoDB) overlaps both. Memory is bounded: a few batches of MaxLookup
+// transactions.
 type grouper struct {
 	ctx   context.Context
 	it    recordIterator
@@ -138,13 +146,16 @@ func (g *grouper) endGroup() error {
 		g.cur.entries = append(g.cur.entries, entry{conflict: g.group})
 		g.group, g.arena = nil, nil
 	} else {
+		// The first copy is the candidate, decoded with its batch.
 		e := entry{dups: len(g.group) - 1}
-		if err := decodeRecord(g.group[0].key, g.group[0].value, &e.cand.tx); err != nil {
-			return fmt.Errorf("sort by transaction id: %w", err)
-		}
+		first, b := g.group[0], g.cur
+		e.rec[0] = len(b.arena)
+		b.arena = append(b.arena, first.key...)
+		e.rec[1] = len(b.arena)
+		b.arena = append(b.arena, first.value...)
+		e.rec[2] = len(b.arena)
 		e.cand.fp = g.groupFP
-		g.cur.entries = append(g.cur.entries, e)
-		g.cur.ids = append(g.cur.ids, e.cand.tx.ID)
+		b.entries = append(b.entries, e)
 		clear(g.group)
 		g.group = g.group[:0]
 		if cap(g.arena) > 1<<20 {
@@ -163,14 +174,18 @@ func (g *grouper) endGroup() error {
 func (g *grouper) recycle(b *batch) {
 	clear(b.entries) // drop the references to transactions and copies
 	clear(b.ids)
-	*b = batch{entries: b.entries[:0], ids: b.ids[:0]}
+	if cap(b.arena) > 4<<20 {
+		b.arena = nil // huge records: do not keep their memory
+	}
+	*b = batch{entries: b.entries[:0], ids: b.ids[:0], arena: b.arena[:0]}
 	select {
 	case g.free <- b:
 	default:
 	}
 }
 
-// dispatch starts the current batch's lookup and sends the batch.
+// dispatch starts decoding the current batch, and looking up its claims,
+// and sends the batch.
 func (g *grouper) dispatch() error {
 	b := g.cur
 	g.cur = nil
@@ -178,34 +193,49 @@ func (g *grouper) dispatch() error {
 		return nil
 	}
 	b.ready = make(chan struct{})
-	if g.index == nil || len(b.ids) == 0 {
-		close(b.ready)
-	} else {
-		select {
-		case g.sem <- struct{}{}:
-		case <-g.ctx.Done():
-			return g.ctx.Err()
-		}
-		g.inflight.Add(1)
-		go func() {
-			defer g.inflight.Done()
-			defer func() { <-g.sem }()
-			defer close(b.ready)
-			claims, err := g.index.Lookup(g.ctx, g.job, b.ids)
-			if err != nil {
-				b.err = err
-				return
-			}
-			b.claims = make(map[string]Claim, len(claims))
-			for _, cl := range claims {
-				b.claims[cl.ID] = cl
-			}
-		}()
+	select {
+	case g.sem <- struct{}{}:
+	case <-g.ctx.Done():
+		return g.ctx.Err()
 	}
+	g.inflight.Add(1)
+	go func() {
+		defer g.inflight.Done()
+		defer func() { <-g.sem }()
+		defer close(b.ready)
+		b.err = g.prepare(b)
+	}()
 	select {
 	case g.out <- b:
 		return nil
 	case <-g.ctx.Done():
 		return g.ctx.Err()
 	}
+}
+
+// prepare decodes the candidates of b and looks up their claims.
+func (g *grouper) prepare(b *batch) error {
+	for i := range b.entries {
+		e := &b.entries[i]
+		if e.conflict != nil {
+			continue
+		}
+		r := e.rec
+		if err := decodeRecord(b.arena[r[0]:r[1]], b.arena[r[1]:r[2]], &e.cand.tx); err != nil {
+			return fmt.Errorf("sort by transaction id: %w", err)
+		}
+		b.ids = append(b.ids, e.cand.tx.ID)
+	}
+	if g.index == nil || len(b.ids) == 0 {
+		return nil
+	}
+	claims, err := g.index.Lookup(g.ctx, g.job, b.ids)
+	if err != nil {
+		return fmt.Errorf("look up the dedupe index: %w", err)
+	}
+	b.claims = make(map[string]Claim, len(claims))
+	for _, cl := range claims {
+		b.claims[cl.ID] = cl
+	}
+	return nil
 }

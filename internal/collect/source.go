@@ -192,6 +192,16 @@ type ClaimWriter interface {
 	Abort()
 }
 
+// ExpectingClaimWriter is a ClaimWriter that can be told, before the
+// first Add, at most how many ids the period will add, so that it can
+// build what it derives from them (the embedded index's filter) while
+// it writes them rather than at Commit. More Adds than expected are not
+// an error: only slower.
+type ExpectingClaimWriter interface {
+	ClaimWriter
+	Expect(ids int64)
+}
+
 // MaxIDChars is the longest transaction id, in characters (item
 // validation allows no longer one).
 const MaxIDChars = 256

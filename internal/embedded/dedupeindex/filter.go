@@ -33,10 +33,10 @@ var (
 
 // idHash is FNV-1a 64 of id, mixed (MurmurHash3's finalizer) so that
 // every bit depends on every byte.
-func idHash(id []byte) uint64 {
+func idHash[T []byte | string](id T) uint64 {
 	h := uint64(14695981039346656037) // FNV-1a 64, inline: no allocation
-	for _, c := range id {
-		h ^= uint64(c)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
 		h *= 1099511628211
 	}
 	return fmix64(h)

@@ -151,6 +151,12 @@ type claimWriter struct {
 	// claims is how many of the ids written have a claim value (the
 	// size of the list's filter).
 	claims int
+	// filter, after Expect, is the list's filter, sized for expected
+	// ids, filled as the batches are written (by their goroutine, one at
+	// a time): Commit stores it instead of reading the list again, unless
+	// more claims came than expected.
+	filter   *filterBuilder
+	expected int64
 	last   string
 	adds   []pendingAdd
 	rels   []string
@@ -204,6 +210,15 @@ func (w *claimWriter) Add(id string, fp [collect.FPLen]byte, write bool) error {
 		return w.flushBlocks()
 	}
 	return nil
+}
+
+// Expect implements collect.ExpectingClaimWriter: the filter is built as
+// the claims are written. It is ignored after the first Add.
+func (w *claimWriter) Expect(ids int64) {
+	if w.count > 0 || w.writing != nil || ids <= 0 {
+		return
+	}
+	w.filter, w.expected = newFilter(int(ids)), ids
 }
 
 // Release implements collect.ClaimWriter.
@@ -313,6 +328,9 @@ func (w *claimWriter) write(adds []pendingAdd, _ []string) (int, error) {
 				cp = nil
 			} else {
 				claims++
+				if w.filter != nil {
+					w.filter.add(idHash(a.id))
+				}
 			}
 			if err := pk.add(a.id, cp); err != nil {
 				return err
@@ -383,8 +401,10 @@ func (w *claimWriter) Commit() error {
 		if err != nil {
 			return err
 		}
-		f, err := packedFilter(gens.Bucket(genKey(w.gen)), w.claims)
-		if err != nil {
+		var f []byte
+		if w.filter != nil && int64(w.claims) <= w.expected {
+			f = w.filter.bytes()
+		} else if f, err = packedFilter(gens.Bucket(genKey(w.gen)), w.claims); err != nil {
 			return fmt.Errorf("generation %d: %w", w.gen, err)
 		}
 		if err := filters.Put(runKey(w.start, w.gen), f); err != nil {
