@@ -69,7 +69,7 @@ func (w *Writer) Summary(rows []report.SummaryRow) error {
 		return w.err
 	}
 	prefix := report.DatasetPrefix(report.DatasetSummary, w.p)
-	if err := w.emit(encodeFile(w.dir, prefix, "summary", "parquet", TypeParquet, int64(len(rows)),
+	if err := w.emit(encodeFile(w.dir, SmallFileBytes, prefix, "summary", "parquet", TypeParquet, int64(len(rows)),
 		func(x io.Writer) error { return WriteSummaryParquet(x, rows) })); err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (w *Writer) Adjustments(rows []report.AdjustmentRow) error {
 		return w.err
 	}
 	prefix := report.DatasetPrefix(report.DatasetAdjustments, w.p)
-	if err := w.emit(encodeFile(w.dir, prefix, "adjustments", "parquet", TypeParquet, int64(len(rows)),
+	if err := w.emit(encodeFile(w.dir, SmallFileBytes, prefix, "adjustments", "parquet", TypeParquet, int64(len(rows)),
 		func(x io.Writer) error { return WriteAdjustmentsParquet(x, rows) })); err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (w *Writer) agencyFiles(n int, agency func(i int) string, base string, csv,
 			if !f.on {
 				continue
 			}
-			if err := w.emit(encodeFile(w.dir, ap, base, f.ext, f.typ, int64(hi-lo),
+			if err := w.emit(encodeFile(w.dir, SmallFileBytes, ap, base, f.ext, f.typ, int64(hi-lo),
 				func(x io.Writer) error { return f.enc(x, lo, hi) })); err != nil {
 				return err
 			}
@@ -188,10 +188,7 @@ func (w *Writer) EndLines() error {
 }
 
 func (w *Writer) openLines() error {
-	t, err := newTempFile(w.dir)
-	if err != nil {
-		return w.fail(err)
-	}
+	t := newMemFile(w.dir, SmallFileBytes)
 	w.linesFile, w.lines = t, newLineItemWriter(t, w.layout, true)
 	return nil
 }
@@ -200,17 +197,11 @@ func (w *Writer) startAgency(id string) error {
 	a := &agencyLines{id: id}
 	w.agency = a
 	if w.formats.CSV {
-		t, err := newTempFile(w.dir)
-		if err != nil {
-			return w.fail(err)
-		}
+		t := newMemFile(w.dir, SmallFileBytes)
 		a.csvFile, a.csv = t, NewLineItemCSVWriter(t)
 	}
 	if w.formats.Parquet {
-		t, err := newTempFile(w.dir)
-		if err != nil {
-			return w.fail(err)
-		}
+		t := newMemFile(w.dir, SmallFileBytes)
 		a.parqFile, a.parq = t, NewLineItemWriter(t, w.layout)
 	}
 	return nil

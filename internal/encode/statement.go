@@ -157,5 +157,5 @@ func WriteStatementCSV(w io.Writer, s *statement.Agency) error {
 // NewFile writes one whole object with enc into a temporary file in dir
 // and names it prefix+base-H.ext by its content hash.
 func NewFile(dir, prefix, base, ext, contentType string, rows int64, enc func(io.Writer) error) (File, error) {
-	return encodeFile(dir, prefix, base, ext, contentType, rows, enc)
+	return encodeFile(dir, 0, prefix, base, ext, contentType, rows, enc)
 }

@@ -6,10 +6,12 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -27,11 +29,35 @@ type collector struct {
 }
 
 func (c *collector) out(f File) error {
+	if f.Path == "" {
+		// A file held in memory: the tests read files from a path.
+		f.Path = filepath.Join(memFilesDir, fmt.Sprintf("mem-%d", memFiles.Add(1)))
+		if err := os.WriteFile(f.Path, f.Data, 0o600); err != nil {
+			panic(err)
+		}
+	}
 	c.files = append(c.files, f)
 	if len(c.files) == c.failAt {
 		return c.err
 	}
 	return nil
+}
+
+// memFilesDir holds the files a Writer kept in memory, written out for
+// the tests (TestMain removes it).
+var (
+	memFilesDir string
+	memFiles    atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if memFilesDir, err = os.MkdirTemp("", "encode-memfiles-"); err != nil {
+		panic(err)
+	}
+	code := m.Run()
+	os.RemoveAll(memFilesDir)
+	os.Exit(code)
 }
 
 // writePeriod writes the whole fixture period (rejects included, when

@@ -91,7 +91,7 @@ func (c *Closer) formats() Formats {
 
 func removeFiles(files []encode.File) {
 	for _, f := range files {
-		_ = os.Remove(f.Path)
+		f.Discard()
 	}
 }
 

@@ -36,7 +36,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -347,7 +346,7 @@ func (s *Session) upload(f encode.File) error {
 	if err := s.pb.fence(); err != nil {
 		return fmt.Errorf("publish %s: %w", s.p.Name(), err)
 	}
-	if _, err := s.pb.out().PutFile(s.ctx, f.Key, f.Path, sink.PutOptions{ContentType: f.ContentType}); err != nil {
+	if _, err := putFile(s.ctx, s.pb.out(), f); err != nil {
 		if cause := context.Cause(s.ctx); cause != nil && !errors.Is(err, cause) && s.ctx.Err() != nil {
 			return cause
 		}
@@ -523,9 +522,15 @@ func keySet(files []report.FileInfo) map[string]bool {
 	return m
 }
 
-// removeTemp removes an uploaded (or abandoned) temp file.
-func removeTemp(f encode.File) {
-	if f.Path != "" {
-		_ = os.Remove(f.Path)
+// removeTemp releases an uploaded (or abandoned) file.
+func removeTemp(f encode.File) { f.Discard() }
+
+// putFile stores the encoded file f at its key in b, from its temp file
+// or from memory.
+func putFile(ctx context.Context, b *sink.Bucket, f encode.File) (sink.Attrs, error) {
+	opts := sink.PutOptions{ContentType: f.ContentType}
+	if f.Path == "" {
+		return b.PutBytes(ctx, f.Key, f.Data, opts)
 	}
+	return b.PutFile(ctx, f.Key, f.Path, opts)
 }

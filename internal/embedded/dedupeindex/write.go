@@ -157,11 +157,11 @@ type claimWriter struct {
 	// more claims came than expected.
 	filter   *filterBuilder
 	expected int64
-	last   string
-	adds   []pendingAdd
-	rels   []string
-	err    error // sticky: the first failure
-	done   bool
+	last     string
+	adds     []pendingAdd
+	rels     []string
+	err      error // sticky: the first failure
+	done     bool
 	// writing receives the outcome of the batch being written, nil when
 	// none is.
 	writing chan writeResult
