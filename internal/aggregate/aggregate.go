@@ -12,7 +12,6 @@
 package aggregate
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/binary"
 	"errors"
@@ -159,80 +158,12 @@ func compareRows(x, y report.SummaryRow) int {
 	return cmp.Or(cmp.Compare(x.AgencyID, y.AgencyID), cmp.Compare(x.Currency.Code, y.Currency.Code))
 }
 
-// Lines returns the line items in file order. Call it once, after the last
-// Add.
-func (a *Aggregator) Lines() (*Lines, error) {
-	if a.lines == nil {
-		return nil, errors.New("aggregate: line items were not kept")
-	}
-	it, err := a.lines.Sort()
-	if err != nil {
-		return nil, fmt.Errorf("sort line items: %w", err)
-	}
-	return &Lines{it: it}, nil
-}
-
 // Close releases the line items' sort (its spill files).
 func (a *Aggregator) Close() error {
 	if a.lines == nil {
 		return nil
 	}
 	return a.lines.Close()
-}
-
-// Lines iterates over line items in file order.
-type Lines struct {
-	it  *extsort.Iterator
-	cur report.LineItem
-	err error
-}
-
-// Next advances to the next line item.
-func (l *Lines) Next() bool {
-	if l.err != nil || !l.it.Next() {
-		return false
-	}
-	// The value is the transaction id and the transaction without its
-	// keys (AppendBinaryBody), then the rate Add priced it at; the keys
-	// are the key's last two parts.
-	k, v := l.it.Key(), l.it.Value()
-	idLen, n := binary.Uvarint(v)
-	end := bytes.LastIndexByte(k, 0) // partition keys hold no 0x00
-	start := 0
-	for range 2 { // after agency and currency, which hold no 0x00
-		i := bytes.IndexByte(k[start:], 0)
-		if i < 0 {
-			start = len(k) + 1 // malformed
-			break
-		}
-		start += i + 1
-	}
-	if n <= 0 || uint64(len(v)-n) < idLen+4 || end < start {
-		l.err = fmt.Errorf("line items: %w", item.ErrCorruptRecord)
-		return false
-	}
-	id := v[n : n+int(idLen)]
-	if err := l.cur.Tx.DecodeBinaryBody(k[end+1:], k[start:end], id, v[n+int(idLen):len(v)-4]); err != nil {
-		l.err = fmt.Errorf("line items: %w", err)
-		return false
-	}
-	l.cur.BPS = int32(binary.BigEndian.Uint32(v[len(v)-4:]))
-	l.cur.Commission = Commission(&l.cur.Tx, l.cur.BPS)
-	return true
-}
-
-// Item is the current line item, valid until the next Next.
-func (l *Lines) Item() *report.LineItem { return &l.cur }
-
-// Err is the error that ended the iteration, if any.
-func (l *Lines) Err() error {
-	if l.err != nil {
-		return l.err
-	}
-	if err := l.it.Err(); err != nil {
-		return fmt.Errorf("line items: %w", err)
-	}
-	return nil
 }
 
 // CurrencyTotals sums rows per currency, for the manifest.

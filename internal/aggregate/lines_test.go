@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -191,4 +192,61 @@ func TestCloseWithoutLines(t *testing.T) {
 	if k := dirLen(t, dir); k != 0 {
 		t.Errorf("%d files left in the folder after Close", k)
 	}
+}
+
+// TestLinesReadAhead: the line items read ahead stop at a corrupt record
+// with its error, after the items before it; Close stops the reading
+// anywhere, and Next is false after it.
+func TestLinesReadAhead(t *testing.T) {
+	const n = 5 * linesBatch * linesAhead
+	txs := lineTxs(n, 3)
+	for _, stopAt := range []int{0, 1, linesBatch - 1, linesBatch, 3 * linesBatch, n} {
+		t.Run(fmt.Sprint("close after ", stopAt), func(t *testing.T) {
+			a := New(testPeriod, Options{Prices: pricing.Flat(1000).Pricer(), LineItems: true, Dir: t.TempDir(), SortMemBytes: 64 << 10})
+			defer a.Close()
+			for i := range txs {
+				if err := a.Add(&txs[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			lines, err := a.Lines()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for got < stopAt && lines.Next() {
+				got++
+			}
+			lines.Close()
+			lines.Close()
+			if got != stopAt || lines.Next() || lines.Err() != nil {
+				t.Errorf("read %d, Next after Close, err %v; want %d, false, nil", got, lines.Err(), stopAt)
+			}
+		})
+	}
+	t.Run("corrupt", func(t *testing.T) {
+		a := New(testPeriod, Options{Prices: pricing.Flat(1000).Pricer(), LineItems: true, Dir: t.TempDir()})
+		defer a.Close()
+		for i := range txs {
+			if err := a.Add(&txs[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Sorts after every agency of lineTxs: the last record.
+		if err := a.lines.Add([]byte("\xff\x00x\x00pk\x00sk"), []byte{1}); err != nil {
+			t.Fatal(err)
+		}
+		lines, err := a.Lines()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lines.Close()
+		got := 0
+		for lines.Next() {
+			got++
+		}
+		if got != n || !errors.Is(lines.Err(), item.ErrCorruptRecord) {
+			t.Errorf("read %d, err %v; want %d, then %v", got, lines.Err(), n, item.ErrCorruptRecord)
+		}
+	})
 }

@@ -377,6 +377,7 @@ func (r *runner) encode(w *encode.Writer, agg *aggregate.Aggregator, rows []repo
 		if err != nil {
 			return err
 		}
+		defer lines.Close()
 		for lines.Next() {
 			if err := w.Line(lines.Item()); err != nil {
 				return err
