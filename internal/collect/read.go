@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/reportjob/reportjob/internal/extsort"
@@ -289,6 +290,15 @@ func (pr *partReader) add(r *item.Record, it *item.Item) error {
 	return nil
 }
 
+// agencyProblem is cfg.AgencyProblem(agency), asked once per agency of
+// the partition.
+//
+// The map's keys are copies of the agency ids, not the items' strings: a
+// key that was a substring of its item kept that item's memory alive, and
+// the 16-byte copies, allocated one after the other, share a few cache
+// lines where the items' strings were each in a line of its own, cold by
+// the time the key was compared again (the compare was most of the
+// lookup's cost).
 func (pr *partReader) agencyProblem(agency string) string {
 	if pr.c.cfg.AgencyProblem == nil {
 		return ""
@@ -299,7 +309,7 @@ func (pr *partReader) agencyProblem(agency string) string {
 	reason, ok := pr.agencyOK[agency]
 	if !ok {
 		reason = pr.c.cfg.AgencyProblem(agency)
-		pr.agencyOK[agency] = reason
+		pr.agencyOK[strings.Clone(agency)] = reason
 	}
 	return reason
 }
