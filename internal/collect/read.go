@@ -229,6 +229,7 @@ type partReader struct {
 	res      *partResult
 	buf      []byte
 	key, val []byte
+	batch    extsort.Batch     // the page's sort records, added at its end
 	agencyOK map[string]string // agency id -> problem ("" = fine)
 }
 
@@ -241,7 +242,7 @@ func (pr *partReader) page(page []item.Item) error {
 			return err
 		}
 	}
-	return nil
+	return pr.flush()
 }
 
 // records is page for a RecordSource.
@@ -251,12 +252,21 @@ func (pr *partReader) records(page []item.Record) error {
 			return err
 		}
 	}
+	return pr.flush()
+}
+
+// flush adds the page's sort records to the sorter, which the readers of
+// every partition share: one hold of its lock a page, not one a record.
+func (pr *partReader) flush() error {
+	if err := pr.c.sorted.AddBatch(&pr.batch); err != nil {
+		return fmt.Errorf("sort by transaction id: %w", err)
+	}
 	return nil
 }
 
 // add fingerprints and validates the item r (it when the caller has the
-// item, nil to make it from r for a reject) and adds it to the sort or
-// the rejects.
+// item, nil to make it from r for a reject) and adds it to the page's
+// sort records (flush) or the rejects.
 func (pr *partReader) add(r *item.Record, it *item.Item) error {
 	pr.res.items++
 	pr.buf = pr.res.fp.addContract(r.PK, r.SK, &r.Vals, r.Present, pr.buf)
@@ -283,7 +293,7 @@ func (pr *partReader) add(r *item.Record, it *item.Item) error {
 	}
 	// The value leaves out what the key holds (keys, id).
 	pr.key, pr.val = idKey(pr.key[:0], &tx), tx.AppendBinaryBody(pr.val[:0])
-	if err := pr.c.sorted.Add(pr.key, pr.val); err != nil {
+	if err := pr.batch.Add(pr.key, pr.val); err != nil {
 		return fmt.Errorf("sort by transaction id: %w", err)
 	}
 	pr.res.valid++
