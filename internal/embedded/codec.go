@@ -180,18 +180,20 @@ func contractSpans(b []byte, spans *[item.NumContractAttrs]textSpan) (size int, 
 		return 0, false
 	}
 	for range n {
-		var ns, ne, ts, te int
-		if ns, ne, pos, err = lenStringAt(b, pos); err != nil {
+		ns, ne, ok := spanAt(b, pos)
+		if !ok {
 			return 0, false
 		}
 		i := contractPos(b[ns:ne])
-		if i < 0 || pos >= len(b) {
+		if i < 0 || ne >= len(b) {
 			return 0, false
 		}
-		typ := item.Type(b[pos])
-		if ts, te, pos, err = lenStringAt(b, pos+1); err != nil {
+		typ := item.Type(b[ne])
+		ts, te, ok := spanAt(b, ne+1)
+		if !ok {
 			return 0, false
 		}
+		pos = te
 		if spans[i].present { // a name twice: the last one counts, as in a map
 			size -= spans[i].end - spans[i].start
 		}
@@ -199,6 +201,24 @@ func contractSpans(b []byte, spans *[item.NumContractAttrs]textSpan) (size int, 
 		size += te - ts
 	}
 	return size, pos == len(b)
+}
+
+// spanAt is lenStringAt without its error value (ok is false where it
+// fails): a length under 128, one byte (every contract name, the usual
+// text), is read without binary.Uvarint.
+func spanAt(b []byte, pos int) (start, end int, ok bool) {
+	if pos < len(b) && b[pos] < 0x80 {
+		start, end = pos+1, pos+1+int(b[pos])
+		return start, end, end <= len(b)
+	}
+	if pos >= len(b) {
+		return 0, 0, false
+	}
+	n, w := binary.Uvarint(b[pos:])
+	if w <= 0 || n > uint64(len(b)-pos-w) {
+		return 0, 0, false
+	}
+	return pos + w, pos + w + int(n), true
 }
 
 // contractPos returns the position in item.ContractAttrs of the name b,

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/reportjob/reportjob/internal/item"
@@ -76,7 +77,11 @@ func TestDecodeRecord(t *testing.T) {
 		attrs := map[string]item.Value{}
 		for _, name := range item.ContractAttrs {
 			if r.IntN(3) > 0 {
-				attrs[name] = item.Value{Type: item.Type(1 + r.IntN(3)), Text: string(rune('a' + r.IntN(26)))}
+				text := string(rune('a' + r.IntN(26)))
+				if r.IntN(8) == 0 { // a length of two varint bytes
+					text = strings.Repeat(text, 100+r.IntN(200))
+				}
+				attrs[name] = item.Value{Type: item.Type(1 + r.IntN(3)), Text: text}
 			}
 		}
 		if n%5 == 0 {
