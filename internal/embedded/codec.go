@@ -119,25 +119,25 @@ func decodeItem(k, v []byte) (string, map[string]item.Value, error) {
 }
 
 // decodeRecord decodes a stored item of partition pk, sort key k and
-// attributes v into a Record, with one allocation for the strings: the
+// attributes v into r (every field set), with one allocation for the
+// strings: the
 // sort key and the contract attributes' texts (not their names, which are
 // the package constants) are copied into one string, and a map is made
 // only for an item with other attributes. Its errors are decodeItem's.
-func decodeRecord(pk string, k, v []byte) (item.Record, error) {
-	var (
-		spans [item.NumContractAttrs]textSpan
-		r     = item.Record{PK: pk}
-	)
+func decodeRecord(pk string, k, v []byte, r *item.Record) error {
+	*r = item.Record{PK: pk}
+	var spans [item.NumContractAttrs]textSpan
 	size, ok := contractSpans(v, &spans)
 	if !ok {
 		// Another attribute, or a corrupt encoding: the map's way, whose
 		// errors these are.
 		sk, attrs, err := decodeItem(k, v)
 		if err != nil {
-			return r, err
+			return err
 		}
 		it := item.Item{PK: pk, SK: sk, Attrs: attrs}
-		return item.RecordOf(&it), nil
+		*r = item.RecordOf(&it)
+		return nil
 	}
 	var sb strings.Builder
 	sb.Grow(len(k) + size)
@@ -158,7 +158,7 @@ func decodeRecord(pk string, k, v []byte) (item.Record, error) {
 			at += n
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // textSpan is where an attribute's text is in an encoding.

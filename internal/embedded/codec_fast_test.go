@@ -73,6 +73,7 @@ func TestDecodeRecord(t *testing.T) {
 		}
 	}
 	r := rand.New(rand.NewPCG(11, 12))
+	var rec item.Record
 	for n := range 5000 {
 		attrs := map[string]item.Value{}
 		for _, name := range item.ContractAttrs {
@@ -98,7 +99,7 @@ func TestDecodeRecord(t *testing.T) {
 		}
 		k := []byte(fmt.Sprintf("sk-%d", n))
 		sk, want, werr := decodeItem(k, v)
-		rec, gerr := decodeRecord("pk", k, v)
+		gerr := decodeRecord("pk", k, v, &rec) // over the previous record
 		if fmt.Sprint(werr) != fmt.Sprint(gerr) {
 			t.Fatalf("%x: decodeRecord error %v, decodeItem %v", v, gerr, werr)
 		}
