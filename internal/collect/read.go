@@ -181,7 +181,9 @@ func pipelined[T any](ctx context.Context, query func(context.Context, func([]T)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	pages := make(chan []T, pagesAhead)
-	free := make(chan []T, pagesAhead+1)
+	// Room for every page there can be (fn's, those queued, the one being
+	// queued): a page is never dropped to be made again later.
+	free := make(chan []T, pagesAhead+2)
 	var fnErr error
 	done := make(chan struct{})
 	go func() {
