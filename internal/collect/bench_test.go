@@ -97,6 +97,50 @@ func BenchmarkReadEmbedded(b *testing.B) {
 	b.ReportMetric(float64((testenv.ProcessCPU()-cpu).Nanoseconds())/float64(n*b.N), "cpu-ns/item")
 }
 
+// BenchmarkReadEmbeddedJob is BenchmarkReadEmbedded as the job reads a
+// period: 200,000 transactions spread over the hour's four partitions,
+// read concurrently (Concurrency 4, as keys.concurrency's default allows),
+// with Config.AgencyProblem set (the job always sets it). The four
+// partitions' readers share one sorter.
+//
+//	go test ./internal/collect -run '^$' -bench ReadEmbeddedJob -count 6
+func BenchmarkReadEmbeddedJob(b *testing.B) {
+	const n = 200_000
+	s, err := embedded.Open(filepath.Join(b.TempDir(), "store.db"), embedded.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	items := benchItems(n)
+	for i := 0; i < len(items); i += 10_000 {
+		if err := s.PutItems(context.Background(), items[i:min(i+10_000, len(items))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg := collect.Config{Concurrency: 4, AgencyProblem: func(agency string) string {
+		if len(agency) > 200 {
+			return "too long"
+		}
+		return ""
+	}}
+	ctx := context.Background()
+	cpu := testenv.ProcessCPU()
+	b.ReportAllocs()
+	for b.Loop() {
+		cfg.Dir = b.TempDir()
+		c, err := collect.Read(ctx, cfg, s, p10)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if c.ItemsRead != n || len(c.Partitions) != 4 {
+			b.Fatalf("read %d items of %d partitions, want %d of 4", c.ItemsRead, len(c.Partitions), n)
+		}
+		c.Close()
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "items/s")
+	b.ReportMetric(float64((testenv.ProcessCPU()-cpu).Nanoseconds())/float64(n*b.N), "cpu-ns/item")
+}
+
 // BenchmarkReadDedupe reads 200,000 transactions of one partition (1 in
 // 50 sent twice), fingerprints, validates and sorts them by id, and
 // dedupes them within the period (no index): collect's own cost, in

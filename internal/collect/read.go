@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/reportjob/reportjob/internal/extsort"
@@ -180,7 +181,9 @@ func pipelined[T any](ctx context.Context, query func(context.Context, func([]T)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	pages := make(chan []T, pagesAhead)
-	free := make(chan []T, pagesAhead+1)
+	// Room for every page there can be (fn's, those queued, the one being
+	// queued): a page is never dropped to be made again later.
+	free := make(chan []T, pagesAhead+2)
 	var fnErr error
 	done := make(chan struct{})
 	go func() {
@@ -228,6 +231,7 @@ type partReader struct {
 	res      *partResult
 	buf      []byte
 	key, val []byte
+	batch    extsort.Batch     // the page's sort records, added at its end
 	agencyOK map[string]string // agency id -> problem ("" = fine)
 }
 
@@ -240,7 +244,7 @@ func (pr *partReader) page(page []item.Item) error {
 			return err
 		}
 	}
-	return nil
+	return pr.flush()
 }
 
 // records is page for a RecordSource.
@@ -250,12 +254,21 @@ func (pr *partReader) records(page []item.Record) error {
 			return err
 		}
 	}
+	return pr.flush()
+}
+
+// flush adds the page's sort records to the sorter, which the readers of
+// every partition share: one hold of its lock a page, not one a record.
+func (pr *partReader) flush() error {
+	if err := pr.c.sorted.AddBatch(&pr.batch); err != nil {
+		return fmt.Errorf("sort by transaction id: %w", err)
+	}
 	return nil
 }
 
 // add fingerprints and validates the item r (it when the caller has the
-// item, nil to make it from r for a reject) and adds it to the sort or
-// the rejects.
+// item, nil to make it from r for a reject) and adds it to the page's
+// sort records (flush) or the rejects.
 func (pr *partReader) add(r *item.Record, it *item.Item) error {
 	pr.res.items++
 	pr.buf = pr.res.fp.addContract(r.PK, r.SK, &r.Vals, r.Present, pr.buf)
@@ -282,13 +295,22 @@ func (pr *partReader) add(r *item.Record, it *item.Item) error {
 	}
 	// The value leaves out what the key holds (keys, id).
 	pr.key, pr.val = idKey(pr.key[:0], &tx), tx.AppendBinaryBody(pr.val[:0])
-	if err := pr.c.sorted.Add(pr.key, pr.val); err != nil {
+	if err := pr.batch.Add(pr.key, pr.val); err != nil {
 		return fmt.Errorf("sort by transaction id: %w", err)
 	}
 	pr.res.valid++
 	return nil
 }
 
+// agencyProblem is cfg.AgencyProblem(agency), asked once per agency of
+// the partition.
+//
+// The map's keys are copies of the agency ids, not the items' strings: a
+// key that was a substring of its item kept that item's memory alive, and
+// the 16-byte copies, allocated one after the other, share a few cache
+// lines where the items' strings were each in a line of its own, cold by
+// the time the key was compared again (the compare was most of the
+// lookup's cost).
 func (pr *partReader) agencyProblem(agency string) string {
 	if pr.c.cfg.AgencyProblem == nil {
 		return ""
@@ -299,7 +321,7 @@ func (pr *partReader) agencyProblem(agency string) string {
 	reason, ok := pr.agencyOK[agency]
 	if !ok {
 		reason = pr.c.cfg.AgencyProblem(agency)
-		pr.agencyOK[agency] = reason
+		pr.agencyOK[strings.Clone(agency)] = reason
 	}
 	return reason
 }

@@ -74,7 +74,8 @@ func BenchmarkDecodeRecord(b *testing.B) {
 	b.Run("Record", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			r, err := decodeRecord(it.PK, k, v)
+			var r item.Record
+			err := decodeRecord(it.PK, k, v, &r)
 			if err != nil || r.Present == 0 {
 				b.Fatal(err)
 			}
@@ -90,4 +91,28 @@ func BenchmarkDecodeRecord(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkQueryRecords is BenchmarkQuery with QueryRecords: what a
+// period's read calls.
+func BenchmarkQueryRecords(b *testing.B) {
+	s := open(b, filepath.Join(b.TempDir(), "store.db"), Options{})
+	const total = 20000
+	for i := 0; i < total; i += 1000 {
+		if err := s.PutItems(b.Context(), benchItems("202401010000", i, 1000)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		err := s.QueryRecords(b.Context(), "202401010000", "", func(p []item.Record) error { n += len(p); return nil })
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n%total != 0 {
+		b.Fatalf("read %d items, want a multiple of %d", n, total)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "items/s")
 }

@@ -119,25 +119,25 @@ func decodeItem(k, v []byte) (string, map[string]item.Value, error) {
 }
 
 // decodeRecord decodes a stored item of partition pk, sort key k and
-// attributes v into a Record, with one allocation for the strings: the
+// attributes v into r (every field set), with one allocation for the
+// strings: the
 // sort key and the contract attributes' texts (not their names, which are
 // the package constants) are copied into one string, and a map is made
 // only for an item with other attributes. Its errors are decodeItem's.
-func decodeRecord(pk string, k, v []byte) (item.Record, error) {
-	var (
-		spans [item.NumContractAttrs]textSpan
-		r     = item.Record{PK: pk}
-	)
+func decodeRecord(pk string, k, v []byte, r *item.Record) error {
+	*r = item.Record{PK: pk}
+	var spans [item.NumContractAttrs]textSpan
 	size, ok := contractSpans(v, &spans)
 	if !ok {
 		// Another attribute, or a corrupt encoding: the map's way, whose
 		// errors these are.
 		sk, attrs, err := decodeItem(k, v)
 		if err != nil {
-			return r, err
+			return err
 		}
 		it := item.Item{PK: pk, SK: sk, Attrs: attrs}
-		return item.RecordOf(&it), nil
+		*r = item.RecordOf(&it)
+		return nil
 	}
 	var sb strings.Builder
 	sb.Grow(len(k) + size)
@@ -158,7 +158,7 @@ func decodeRecord(pk string, k, v []byte) (item.Record, error) {
 			at += n
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // textSpan is where an attribute's text is in an encoding.
@@ -180,18 +180,20 @@ func contractSpans(b []byte, spans *[item.NumContractAttrs]textSpan) (size int, 
 		return 0, false
 	}
 	for range n {
-		var ns, ne, ts, te int
-		if ns, ne, pos, err = lenStringAt(b, pos); err != nil {
+		ns, ne, ok := spanAt(b, pos)
+		if !ok {
 			return 0, false
 		}
 		i := contractPos(b[ns:ne])
-		if i < 0 || pos >= len(b) {
+		if i < 0 || ne >= len(b) {
 			return 0, false
 		}
-		typ := item.Type(b[pos])
-		if ts, te, pos, err = lenStringAt(b, pos+1); err != nil {
+		typ := item.Type(b[ne])
+		ts, te, ok := spanAt(b, ne+1)
+		if !ok {
 			return 0, false
 		}
+		pos = te
 		if spans[i].present { // a name twice: the last one counts, as in a map
 			size -= spans[i].end - spans[i].start
 		}
@@ -199,6 +201,24 @@ func contractSpans(b []byte, spans *[item.NumContractAttrs]textSpan) (size int, 
 		size += te - ts
 	}
 	return size, pos == len(b)
+}
+
+// spanAt is lenStringAt without its error value (ok is false where it
+// fails): a length under 128, one byte (every contract name, the usual
+// text), is read without binary.Uvarint.
+func spanAt(b []byte, pos int) (start, end int, ok bool) {
+	if pos < len(b) && b[pos] < 0x80 {
+		start, end = pos+1, pos+1+int(b[pos])
+		return start, end, end <= len(b)
+	}
+	if pos >= len(b) {
+		return 0, 0, false
+	}
+	n, w := binary.Uvarint(b[pos:])
+	if w <= 0 || n > uint64(len(b)-pos-w) {
+		return 0, 0, false
+	}
+	return pos + w, pos + w + int(n), true
 }
 
 // contractPos returns the position in item.ContractAttrs of the name b,

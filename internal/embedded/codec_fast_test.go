@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/reportjob/reportjob/internal/item"
@@ -72,11 +73,16 @@ func TestDecodeRecord(t *testing.T) {
 		}
 	}
 	r := rand.New(rand.NewPCG(11, 12))
+	var rec item.Record
 	for n := range 5000 {
 		attrs := map[string]item.Value{}
 		for _, name := range item.ContractAttrs {
 			if r.IntN(3) > 0 {
-				attrs[name] = item.Value{Type: item.Type(1 + r.IntN(3)), Text: string(rune('a' + r.IntN(26)))}
+				text := string(rune('a' + r.IntN(26)))
+				if r.IntN(8) == 0 { // a length of two varint bytes
+					text = strings.Repeat(text, 100+r.IntN(200))
+				}
+				attrs[name] = item.Value{Type: item.Type(1 + r.IntN(3)), Text: text}
 			}
 		}
 		if n%5 == 0 {
@@ -93,7 +99,7 @@ func TestDecodeRecord(t *testing.T) {
 		}
 		k := []byte(fmt.Sprintf("sk-%d", n))
 		sk, want, werr := decodeItem(k, v)
-		rec, gerr := decodeRecord("pk", k, v)
+		gerr := decodeRecord("pk", k, v, &rec) // over the previous record
 		if fmt.Sprint(werr) != fmt.Sprint(gerr) {
 			t.Fatalf("%x: decodeRecord error %v, decodeItem %v", v, gerr, werr)
 		}

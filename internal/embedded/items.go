@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -76,9 +77,10 @@ func (s *Store) PutItems(ctx context.Context, items []item.Item) error {
 // own read transaction, none is held while fn runs; the next page starts
 // after the last key of the previous one.
 func (s *Store) Query(ctx context.Context, pk, after string, fn func(page []item.Item) error) error {
-	return query(s, ctx, pk, after, func(k, v []byte) (item.Item, error) {
+	return query(s, ctx, pk, after, func(k, v []byte, it *item.Item) error {
 		sk, attrs, err := decodeItem(k, v)
-		return item.Item{PK: pk, SK: sk, Attrs: attrs}, err
+		*it = item.Item{PK: pk, SK: sk, Attrs: attrs}
+		return err
 	}, fn)
 }
 
@@ -87,14 +89,15 @@ func (s *Store) Query(ctx context.Context, pk, after string, fn func(page []item
 // Record's array, and no map is built for an item that has no other
 // attribute.
 func (s *Store) QueryRecords(ctx context.Context, pk, after string, fn func(page []item.Record) error) error {
-	return query(s, ctx, pk, after, func(k, v []byte) (item.Record, error) {
-		return decodeRecord(pk, k, v)
+	return query(s, ctx, pk, after, func(k, v []byte, r *item.Record) error {
+		return decodeRecord(pk, k, v, r)
 	}, fn)
 }
 
 // query is Query with pages of what decode makes of each stored key and
-// value.
-func query[T any](s *Store, ctx context.Context, pk, after string, decode func(k, v []byte) (T, error), fn func(page []T) error) error {
+// value (decode sets every field of the page's element it is given: the
+// page's memory is reused).
+func query[T any](s *Store, ctx context.Context, pk, after string, decode func(k, v []byte, dst *T) error, fn func(page []T) error) error {
 	if pk == "" {
 		return errors.New("query embedded store: partition key is empty")
 	}
@@ -125,7 +128,7 @@ func query[T any](s *Store, ctx context.Context, pk, after string, decode func(k
 
 // readPage appends to page the items of pk after `after` up to the page
 // bounds, and returns the last key read and whether items may follow it.
-func readPage[T any](s *Store, pk string, after []byte, page []T, decode func(k, v []byte) (T, error)) ([]T, []byte, bool, error) {
+func readPage[T any](s *Store, pk string, after []byte, page []T, decode func(k, v []byte, dst *T) error) ([]T, []byte, bool, error) {
 	more := false
 	var last []byte
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -150,11 +153,13 @@ func readPage[T any](s *Store, pk string, after []byte, page []T, decode func(k,
 				more = true
 				return nil
 			}
-			it, err := decode(k, v)
-			if err != nil {
+			// Decoded in place (a Record is 264 bytes), over what the
+			// element held before: decode sets every field.
+			page = slices.Grow(page, 1)
+			page = page[:len(page)+1]
+			if err := decode(k, v, &page[len(page)-1]); err != nil {
 				return fmt.Errorf("item (%q, %q): %w", pk, k, err)
 			}
-			page = append(page, it)
 			lastK = k
 			size += len(k) + len(v)
 		}

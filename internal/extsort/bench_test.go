@@ -211,3 +211,92 @@ func BenchmarkAdd(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAddBatch is BenchmarkAdd with the records handed over in
+// batches of 1000 (AddBatch): ns/op is per record.
+func BenchmarkAddBatch(b *testing.B) {
+	s := New(Options{Dir: b.TempDir(), MemBytes: 64 << 20})
+	defer s.Close()
+	g := newRecordGen(1, "id")
+	var batch Batch
+	add := func() {
+		if err := batch.Add(g.next()); err != nil {
+			b.Fatal(err)
+		}
+		if batch.Len() == 1000 {
+			if err := s.AddBatch(&batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for s.cur.bytes() < s.limit-(1<<20) { // touch the buffer's memory once
+		add()
+	}
+	s.cur.reset()
+	b.ReportAllocs()
+	for b.Loop() {
+		if s.cur.bytes() >= s.limit-(1<<20) {
+			s.cur.reset()
+		}
+		add()
+	}
+}
+
+// BenchmarkAddConcurrent adds 1M records from 4 goroutines, one by one
+// (Add) or in batches of 1000 (AddBatch), into an in-memory sorter: the
+// adds alone, lock contention included. ns/op is per record.
+func BenchmarkAddConcurrent(b *testing.B) {
+	const workers = 4
+	for _, batched := range []bool{false, true} {
+		name := "add"
+		if batched {
+			name = "batch"
+		}
+		b.Run(name, func(b *testing.B) {
+			var elapsed, cpuTime time.Duration
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				s := New(Options{Dir: b.TempDir(), MemBytes: 1 << 30})
+				runtime.GC()
+				b.StartTimer()
+				cpu, t0 := testenv.ProcessCPU(), time.Now()
+				var wg sync.WaitGroup
+				for w := range workers {
+					wg.Go(func() {
+						g := newRecordGen(uint64(i*workers+w), "id")
+						var batch Batch
+						for range benchRecords / workers {
+							var err error
+							if batched {
+								if err = batch.Add(g.next()); err == nil && batch.Len() == 1000 {
+									err = s.AddBatch(&batch)
+								}
+							} else {
+								err = s.Add(g.next())
+							}
+							if err != nil {
+								b.Error(err)
+								return
+							}
+						}
+						if err := s.AddBatch(&batch); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+				elapsed += time.Since(t0)
+				cpuTime += testenv.ProcessCPU() - cpu
+				b.StopTimer()
+				if n := s.Stats().Records; n != benchRecords {
+					b.Fatalf("%d records added, want %d", n, benchRecords)
+				}
+				s.Close()
+				b.StartTimer()
+			}
+			recs := float64(b.N) * benchRecords
+			b.ReportMetric(float64(elapsed.Nanoseconds())/recs, "add-ns/rec")
+			b.ReportMetric(float64(cpuTime.Nanoseconds())/recs, "cpu-ns/rec")
+		})
+	}
+}

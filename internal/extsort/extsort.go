@@ -95,9 +95,9 @@ const (
 	closed
 )
 
-// Sorter sorts records; see the package comment. Add is safe for
-// concurrent use; Sort and Close may be called from any goroutine, Close
-// more than once. The zero Sorter is not usable: call New.
+// Sorter sorts records; see the package comment. Add and AddBatch are
+// safe for concurrent use; Sort and Close may be called from any
+// goroutine, Close more than once. The zero Sorter is not usable: call New.
 type Sorter struct {
 	dir   string
 	limit int // bytes of one buffer
@@ -159,19 +159,31 @@ func (s *Sorter) Add(key, value []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.state == closed:
-		return ErrClosed
-	case s.state == sorted:
-		return ErrSorted
-	case s.err != nil:
-		return s.err
+	if err := s.addableLocked(); err != nil {
+		return err
 	}
 	s.cur.add(key, value)
 	s.records.Add(1)
 	if !s.cur.full() {
 		return nil
 	}
+	return s.spillLocked()
+}
+
+// addableLocked returns why records cannot be added, nil if they can.
+func (s *Sorter) addableLocked() error {
+	switch {
+	case s.state == closed:
+		return ErrClosed
+	case s.state == sorted:
+		return ErrSorted
+	}
+	return s.err
+}
+
+// spillLocked hands the full current buffer to a background spill and
+// goes on with the other one, once the previous spill is done.
+func (s *Sorter) spillLocked() error {
 	if err := s.waitSpillLocked(); err != nil {
 		return err
 	}

@@ -255,3 +255,21 @@ func TestAddTooLarge(t *testing.T) {
 		t.Errorf("Stats.Records = %d after a rejected record", st.Records)
 	}
 }
+
+func TestBatchAddTooLarge(t *testing.T) {
+	big, err := syscall.Mmap(-1, 0, MaxRecordBytes/2+1, syscall.PROT_READ, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Munmap(big)
+	var b Batch
+	if err := b.Add([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Add(big, big); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Add: %v, want ErrTooLarge", err)
+	}
+	if b.Len() != 1 || len(b.recs) != recHeader+2 {
+		t.Errorf("batch changed by a refused record: %d records, %d bytes", b.Len(), len(b.recs))
+	}
+}

@@ -66,3 +66,46 @@ func TestTextRuleFastPath(t *testing.T) {
 		}
 	}
 }
+
+// TestPrintableASCII: the word-at-a-time check answers as a byte loop
+// does, for every byte value at every position of strings of 1 to 24
+// bytes (the others printable), and for random strings mixing bytes near
+// the bounds.
+func TestPrintableASCII(t *testing.T) {
+	ref := func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if s[i] < 0x20 || s[i] > 0x7e {
+				return false
+			}
+		}
+		return true
+	}
+	check := func(s string) {
+		t.Helper()
+		if got, want := printableASCII(s), ref(s); got != want {
+			t.Fatalf("printableASCII(%q) = %v, want %v", s, got, want)
+		}
+	}
+	check("")
+	for n := 1; n <= 24; n++ {
+		for i := range n {
+			for c := range 256 {
+				b := []byte(strings.Repeat("~ a", 8)[:n])
+				b[i] = byte(c)
+				check(string(b))
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	near := []byte{0x00, 0x1f, 0x20, 0x21, 0x7d, 0x7e, 0x7f, 0x80, 0x81, 0xfe, 0xff, 'a'}
+	for range 100000 {
+		b := make([]byte, r.IntN(20))
+		for i := range b {
+			b[i] = near[r.IntN(len(near))]
+			if r.IntN(3) > 0 {
+				b[i] = byte(0x20 + r.IntN(0x5f))
+			}
+		}
+		check(string(b))
+	}
+}

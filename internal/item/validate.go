@@ -333,8 +333,21 @@ func textRule(s string, min, max int, bad func(rune) bool) string {
 	return ""
 }
 
-// printableASCII reports whether every byte of s is in ' '..'~'.
+// printableASCII reports whether every byte of s is in ' '..'~'. It
+// checks 8 bytes at a time: a word has a byte under 0x20 exactly when
+// (x - 0x20...) & ^x has a high bit set, and a byte over 0x7e exactly when
+// (x + 0x01...) | x has (the carries and borrows between bytes only ever
+// start at a byte that is out of range itself).
 func printableASCII(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(s) >= 8 {
+		x := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		if ((x-0x20*ones)&^x|(x+ones)|x)&highs != 0 {
+			return false
+		}
+		s = s[8:]
+	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e {
 			return false
