@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/reportjob/reportjob/internal/extsort"
 	"github.com/reportjob/reportjob/internal/item"
@@ -117,8 +118,17 @@ func (a *Aggregator) row(tx *item.Transaction) *report.SummaryRow {
 			return r
 		}
 	}
-	r := &report.SummaryRow{PeriodStart: a.p.Start.UTC(), PeriodEnd: a.p.End.UTC(), AgencyID: tx.AgencyID, Currency: tx.Currency}
-	a.sums[tx.AgencyID] = append(rows, r)
+	// A copy of the id: tx's strings share one allocation with the rest of
+	// tx, which the map would keep alive, each key in a cache line of its
+	// own (cold at the next look-up's compare).
+	agency := tx.AgencyID
+	if rows == nil {
+		agency = strings.Clone(agency)
+	} else {
+		agency = rows[0].AgencyID
+	}
+	r := &report.SummaryRow{PeriodStart: a.p.Start.UTC(), PeriodEnd: a.p.End.UTC(), AgencyID: agency, Currency: tx.Currency}
+	a.sums[agency] = append(rows, r)
 	a.nrows++
 	return r
 }
