@@ -62,6 +62,22 @@ func benchItems(n int) []item.Item {
 	return items
 }
 
+// benchStore is an embedded store of benchItems(n), closed with b.
+func benchStore(b *testing.B, n int) *embedded.Store {
+	s, err := embedded.Open(filepath.Join(b.TempDir(), "store.db"), embedded.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	items := benchItems(n)
+	for i := 0; i < len(items); i += 10_000 {
+		if err := s.PutItems(context.Background(), items[i:min(i+10_000, len(items))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return s
+}
+
 // BenchmarkReadEmbedded is BenchmarkReadDedupe's read (Read only: query,
 // decode, fingerprint, validate, sort records) from an embedded store,
 // 100,000 transactions: the store's decoding included.
@@ -69,17 +85,7 @@ func benchItems(n int) []item.Item {
 //	go test ./internal/collect -run '^$' -bench ReadEmbedded -count 6
 func BenchmarkReadEmbedded(b *testing.B) {
 	const n = 100_000
-	s, err := embedded.Open(filepath.Join(b.TempDir(), "store.db"), embedded.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	items := benchItems(n)
-	for i := 0; i < len(items); i += 10_000 {
-		if err := s.PutItems(context.Background(), items[i:min(i+10_000, len(items))]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s := benchStore(b, n)
 	ctx := context.Background()
 	cpu := testenv.ProcessCPU()
 	b.ReportAllocs()
@@ -106,17 +112,7 @@ func BenchmarkReadEmbedded(b *testing.B) {
 //	go test ./internal/collect -run '^$' -bench ReadEmbeddedJob -count 6
 func BenchmarkReadEmbeddedJob(b *testing.B) {
 	const n = 200_000
-	s, err := embedded.Open(filepath.Join(b.TempDir(), "store.db"), embedded.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	items := benchItems(n)
-	for i := 0; i < len(items); i += 10_000 {
-		if err := s.PutItems(context.Background(), items[i:min(i+10_000, len(items))]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s := benchStore(b, n)
 	cfg := collect.Config{Concurrency: 4, AgencyProblem: func(agency string) string {
 		if len(agency) > 200 {
 			return "too long"
@@ -195,17 +191,7 @@ func BenchmarkReadDedupe(b *testing.B) {
 //	go test ./internal/collect -run '^$' -bench DedupeJob -count 6
 func BenchmarkDedupeJob(b *testing.B) {
 	const n = 200_000
-	s, err := embedded.Open(filepath.Join(b.TempDir(), "store.db"), embedded.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	items := benchItems(n)
-	for i := 0; i < len(items); i += 10_000 {
-		if err := s.PutItems(context.Background(), items[i:min(i+10_000, len(items))]); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s := benchStore(b, n)
 	ctx := context.Background()
 	var cpu time.Duration
 	job := 0

@@ -43,15 +43,23 @@ func BenchmarkPutItems(b *testing.B) {
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "items/s")
 }
 
-// BenchmarkQuery reads a partition of 20,000 items.
-func BenchmarkQuery(b *testing.B) {
+// benchTotal is the items of benchPartition's one partition.
+const benchTotal = 20000
+
+// benchPartition is a store holding one partition of benchTotal items.
+func benchPartition(b *testing.B) *Store {
 	s := open(b, filepath.Join(b.TempDir(), "store.db"), Options{})
-	const total = 20000
-	for i := 0; i < total; i += 1000 {
+	for i := 0; i < benchTotal; i += 1000 {
 		if err := s.PutItems(b.Context(), benchItems("202401010000", i, 1000)); err != nil {
 			b.Fatal(err)
 		}
 	}
+	return s
+}
+
+// BenchmarkQuery reads a partition of 20,000 items.
+func BenchmarkQuery(b *testing.B) {
+	s := benchPartition(b)
 	n := 0
 	for b.Loop() {
 		err := s.Query(b.Context(), "202401010000", "", func(p []item.Item) error { n += len(p); return nil })
@@ -59,8 +67,8 @@ func BenchmarkQuery(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if n%total != 0 {
-		b.Fatalf("read %d items, want a multiple of %d", n, total)
+	if n%benchTotal != 0 {
+		b.Fatalf("read %d items, want a multiple of %d", n, benchTotal)
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "items/s")
 }
@@ -96,13 +104,7 @@ func BenchmarkDecodeRecord(b *testing.B) {
 // BenchmarkQueryRecords is BenchmarkQuery with QueryRecords: what a
 // period's read calls.
 func BenchmarkQueryRecords(b *testing.B) {
-	s := open(b, filepath.Join(b.TempDir(), "store.db"), Options{})
-	const total = 20000
-	for i := 0; i < total; i += 1000 {
-		if err := s.PutItems(b.Context(), benchItems("202401010000", i, 1000)); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s := benchPartition(b)
 	n := 0
 	b.ReportAllocs()
 	for b.Loop() {
@@ -111,8 +113,8 @@ func BenchmarkQueryRecords(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if n%total != 0 {
-		b.Fatalf("read %d items, want a multiple of %d", n, total)
+	if n%benchTotal != 0 {
+		b.Fatalf("read %d items, want a multiple of %d", n, benchTotal)
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "items/s")
 }

@@ -65,18 +65,7 @@ func TestAddBatchMatchesReference(t *testing.T) {
 				}
 				wg.Wait()
 				close(errs)
-				for err := range errs {
-					t.Fatalf("add: %v", err)
-				}
-				it, err := s.Sort()
-				if err != nil {
-					t.Fatalf("sort: %v", err)
-				}
-				got := drain(t, it)
-				st := s.Stats()
-				if err := s.Close(); err != nil {
-					t.Fatalf("close: %v", err)
-				}
+				got, st := finishSort(t, s, dir, errs)
 				if !slices.Equal(got, want) {
 					t.Fatalf("output differs from the reference sort (got %d records, want %d)", len(got), len(want))
 				}
@@ -85,9 +74,6 @@ func TestAddBatchMatchesReference(t *testing.T) {
 				}
 				if mem < 1<<20 && st.Runs == 0 {
 					t.Errorf("no run spilled with a %d-byte budget", mem)
-				}
-				if left := runFiles(t, dir); len(left) > 0 {
-					t.Errorf("files left after Close: %v", left)
 				}
 			})
 		}

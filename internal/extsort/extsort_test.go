@@ -74,6 +74,13 @@ func sortRecs(t *testing.T, dir string, mem, workers int, recs []rec) ([]rec, St
 	}
 	wg.Wait()
 	close(errs)
+	return finishSort(t, s, dir, errs)
+}
+
+// finishSort fails t on any error from errs (the adds'), then sorts s,
+// drains it, closes it and checks that dir is left empty.
+func finishSort(t *testing.T, s *Sorter, dir string, errs <-chan error) ([]rec, Stats) {
+	t.Helper()
 	for err := range errs {
 		t.Fatalf("add: %v", err)
 	}
