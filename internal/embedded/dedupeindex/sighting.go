@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -55,6 +56,20 @@ func (ix *Index) RecordSightings(ctx context.Context, job string, ss []collect.S
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("record sightings of job %q: %w", job, err)
 	}
+	// In key order: bbolt splits a transaction's leaves only at its
+	// commit, so each Put moves the keys after it in its leaf, and keys
+	// put in id order (which the uvarint length prefix does not keep)
+	// make a big period's sightings quadratic (minutes for 200,000).
+	type keyedSighting struct {
+		key []byte
+		s   *collect.Sighting
+	}
+	keyed := make([]keyedSighting, len(ss))
+	for i := range ss {
+		s := &ss[i]
+		keyed[i] = keyedSighting{append(append(sightingPrefix(s.ID), sortable(s.Period.UnixMilli())...), sightingKinds[s.Kind]), s}
+	}
+	slices.SortStableFunc(keyed, func(a, b keyedSighting) int { return bytes.Compare(a.key, b.key) })
 	err := ix.db.Update(func(tx *bolt.Tx) error {
 		root, err := tx.CreateBucketIfNotExists(bucketSightings)
 		if err != nil {
@@ -90,8 +105,8 @@ func (ix *Index) RecordSightings(ctx context.Context, job string, ss []collect.S
 				}
 			}
 		}
-		for _, s := range ss {
-			key := append(append(sightingPrefix(s.ID), sortable(s.Period.UnixMilli())...), sightingKinds[s.Kind])
+		for _, ks := range keyed {
+			s, key := ks.s, ks.key
 			exp := sortable(s.Expires.Unix())
 			if old := byID.Get(key); len(old) == 9 {
 				if bytes.Compare(old[1:], exp) >= 0 {
