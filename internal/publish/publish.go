@@ -326,8 +326,16 @@ func (s *Session) run() {
 }
 
 // upload puts one file, unless the current manifest lists it already.
-func (s *Session) upload(f encode.File) error {
-	defer removeTemp(f)
+func (s *Session) upload(f encode.File) (err error) {
+	defer func() {
+		if err != nil {
+			// An HTTP client may still read the body of a failed request
+			// after Put returns: its memory goes to the GC, not to the
+			// next file.
+			f.Data = nil
+		}
+		removeTemp(f)
+	}()
 	if sha, ok := s.skip[f.Key]; ok && sha == f.SHA256 && !s.restore[f.Key] {
 		return nil
 	}

@@ -56,20 +56,7 @@ func (ix *Index) RecordSightings(ctx context.Context, job string, ss []collect.S
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("record sightings of job %q: %w", job, err)
 	}
-	// In key order: bbolt splits a transaction's leaves only at its
-	// commit, so each Put moves the keys after it in its leaf, and keys
-	// put in id order (which the uvarint length prefix does not keep)
-	// make a big period's sightings quadratic (minutes for 200,000).
-	type keyedSighting struct {
-		key []byte
-		s   *collect.Sighting
-	}
-	keyed := make([]keyedSighting, len(ss))
-	for i := range ss {
-		s := &ss[i]
-		keyed[i] = keyedSighting{append(append(sightingPrefix(s.ID), sortable(s.Period.UnixMilli())...), sightingKinds[s.Kind]), s}
-	}
-	slices.SortStableFunc(keyed, func(a, b keyedSighting) int { return bytes.Compare(a.key, b.key) })
+	keyed := keyedSightings(ss)
 	err := ix.db.Update(func(tx *bolt.Tx) error {
 		root, err := tx.CreateBucketIfNotExists(bucketSightings)
 		if err != nil {
@@ -169,4 +156,26 @@ func (ix *Index) Sightings(ctx context.Context, job, id string) ([]collect.Sight
 		return nil, fmt.Errorf("read sightings of job %q in %s: %w", job, ix.path, err)
 	}
 	return out, nil
+}
+
+// keyedSighting is a sighting with its key in the by-id bucket.
+type keyedSighting struct {
+	key []byte
+	s   *collect.Sighting
+}
+
+// keyedSightings returns ss with their keys, in key order (ties in the
+// order of ss): the order RecordSightings puts them in. bbolt splits a
+// transaction's leaves only at its commit, so each Put moves the keys
+// after it in its leaf; keys put in id order (which the uvarint length
+// prefix does not keep) made a big period's sightings quadratic (minutes
+// for 200,000 re-sent copies, past the run's lease).
+func keyedSightings(ss []collect.Sighting) []keyedSighting {
+	keyed := make([]keyedSighting, len(ss))
+	for i := range ss {
+		s := &ss[i]
+		keyed[i] = keyedSighting{append(append(sightingPrefix(s.ID), sortable(s.Period.UnixMilli())...), sightingKinds[s.Kind]), s}
+	}
+	slices.SortStableFunc(keyed, func(a, b keyedSighting) int { return bytes.Compare(a.key, b.key) })
+	return keyed
 }
