@@ -153,17 +153,7 @@ func TestUpgradeFromFormatV1(t *testing.T) {
 			want[fmt.Sprintf("t-%02d-%02d", hh, n)] = fmt.Sprintf("20261101T%02d00Z", hh)
 		}
 	}
-	got := billedIn(t, h)
-	for id, period := range want {
-		if ps := got[id]; len(ps) != 1 || ps[0] != period {
-			t.Errorf("%s billed in %v, want once, in %s", id, ps, period)
-		}
-	}
-	for id, ps := range got {
-		if _, ok := want[id]; !ok {
-			t.Errorf("%s billed in %v, want nowhere", id, ps)
-		}
-	}
+	checkBilledOnce(t, h, want)
 	if f, _ := storeFormat(t, dbPath); f != "reportjob/3" {
 		t.Errorf("format at the end %q, want reportjob/3", f)
 	}

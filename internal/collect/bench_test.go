@@ -145,20 +145,7 @@ func BenchmarkReadEmbeddedJob(b *testing.B) {
 //	go test ./internal/collect -run '^$' -bench ReadDedupe -count 6
 func BenchmarkReadDedupe(b *testing.B) {
 	const n = 200_000
-	src := &memSource{}
-	for i := range n {
-		t := item.Transaction{
-			ID: fmt.Sprintf("tx-1-%d", i+1), AgencyID: fmt.Sprintf("agency-%04d", i%500+1),
-			CustomerID: fmt.Sprintf("cust-%06d", i%200_000+1), ProductID: fmt.Sprintf("prod-%04d", i%5000+1),
-			Kind: item.Purchase, Currency: usd, Amount: int64(100 + i%10_000),
-			RecordedAt: p10.Start.Add(time.Duration(i) * 17 * time.Millisecond % time.Hour),
-		}
-		t.PK, t.SK = keys.ForTransaction(t.ID, t.RecordedAt, 0)
-		src.items = append(src.items, t.Item())
-		if i%50 == 0 {
-			src.items = append(src.items, t.Item())
-		}
-	}
+	src := &memSource{items: benchItems(n)}
 	src.pk = src.items[0].PK
 	ctx := context.Background()
 	cpu := testenv.ProcessCPU()
