@@ -283,14 +283,21 @@ var errLineItemWriterClosed = errors.New("line item writer closed")
 // the same error and the output must be discarded. A LineItemWriter is not
 // safe for concurrent use.
 //
-// Each full batch is encoded (parquet-go's column buffers and page
-// compression, most of the work) by a goroutine of its own while the
-// caller fills the next one: at most one batch is in flight, and batches
-// reach parquet-go in order, in the same calls as without it, so the bytes
-// do not change. A writer dropped without Close leaves no goroutine behind
-// once its last batch is encoded.
+// An agency's file: each full batch is encoded (parquet-go's column
+// buffers and page compression, most of the work) by a goroutine of its
+// own while the caller fills the next one: at most one batch is in flight,
+// and batches reach parquet-go in order, in the same calls as without it,
+// so the bytes do not change. A writer dropped without Close leaves no
+// goroutine behind once its last batch is encoded.
+//
+// A period's file (newLineItemWriter, dataset): its row groups are encoded
+// in parallel, one goroutine each, and copied into the file in order
+// (rowgroups.go), the same bytes again. Close or abort must be called.
 type LineItemWriter struct {
-	pw    *parquet.GenericWriter[lineItemRecord]
+	pw *parquet.GenericWriter[lineItemRecord]
+	// rg, for a period's file, encodes its row groups in parallel
+	// (rowgroups.go) instead of pw.
+	rg    *rowGroupWriter
 	batch []lineItemRecord
 	rows  int64
 	err   error
@@ -315,6 +322,12 @@ func newLineItemWriter(w io.Writer, l report.ParquetLayout, dataset bool) *LineI
 	opts, err := lineItemOptions(l, dataset)
 	if err != nil {
 		return &LineItemWriter{err: fmt.Errorf("write line items: %w", err)}
+	}
+	if dataset {
+		return &LineItemWriter{
+			rg:    newRowGroupWriter(w, opts),
+			batch: make([]lineItemRecord, 0, lineItemBatch),
+		}
 	}
 	return &LineItemWriter{
 		pw:    parquet.NewGenericWriter[lineItemRecord](w, opts...),
@@ -350,6 +363,14 @@ func (lw *LineItemWriter) Write(li *report.LineItem) error {
 func (lw *LineItemWriter) flushBatch() error {
 	if len(lw.batch) == 0 {
 		return nil
+	}
+	if lw.rg != nil {
+		err := lw.rg.write(lw.batch)
+		lw.batch = lw.rg.batch()
+		if err != nil {
+			lw.err = fmt.Errorf("write line items: %w", err)
+		}
+		return lw.err
 	}
 	if err := lw.wait(); err != nil {
 		return err
@@ -389,6 +410,9 @@ func (lw *LineItemWriter) wait() error {
 // underlying writer.
 func (lw *LineItemWriter) Close() error {
 	if lw.err != nil {
+		if lw.rg != nil {
+			lw.rg.abort()
+		}
 		return lw.err
 	}
 	if err := lw.flushBatch(); err != nil {
@@ -397,12 +421,34 @@ func (lw *LineItemWriter) Close() error {
 	if err := lw.wait(); err != nil {
 		return err
 	}
+	if lw.rg != nil {
+		if err := lw.rg.close(); err != nil {
+			lw.err = fmt.Errorf("write line items: %w", err)
+			return lw.err
+		}
+		lw.err = errLineItemWriterClosed
+		return nil
+	}
 	if err := lw.pw.Close(); err != nil {
 		lw.err = fmt.Errorf("write line items: close: %w", err)
 		return lw.err
 	}
 	lw.err = errLineItemWriterClosed
 	return nil
+}
+
+// abort stops the writer's goroutines without finishing the file; the
+// output must be discarded. Close or abort must be called on a period's
+// writer (newLineItemWriter, dataset), whose row groups are encoded by
+// goroutines that otherwise wait for more rows.
+func (lw *LineItemWriter) abort() {
+	lw.wait()
+	if lw.rg != nil {
+		lw.rg.abort()
+	}
+	if lw.err == nil {
+		lw.err = errLineItemWriterClosed
+	}
 }
 
 // Rows returns how many line items were accepted by Write.

@@ -246,6 +246,7 @@ func (w *Writer) Rejects(path string, n int64) error {
 // call at any time and more than once.
 func (w *Writer) Close() {
 	if w.linesFile != nil {
+		w.lines.abort()
 		w.linesFile.discard()
 		w.linesFile, w.lines = nil, nil
 	}
