@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -378,7 +379,8 @@ func TestWriterCloseAfterCallbackError(t *testing.T) {
 }
 
 // TestWriterCloseMidLines: Close while line items are being written, or
-// after a line item fails, removes their temp files.
+// after a line item fails, removes their temp files and stops the
+// period file's row group encoders.
 func TestWriterCloseMidLines(t *testing.T) {
 	lines := writerLines()
 	for _, tt := range []struct {
@@ -406,6 +408,15 @@ func TestWriterCloseMidLines(t *testing.T) {
 				t.Errorf("EndLines after the error = %v, want the sticky %v", err2, err)
 			}
 		}},
+		{"row groups in flight", func(t *testing.T, w *Writer) {
+			n := 2*lineItemRowGroupRows + 3*lineItemBatch + 1
+			for i := range n {
+				li := genLineItem(i, n)
+				if err := w.Line(&li); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
 		{"line overflow", func(t *testing.T, w *Writer) {
 			bad := lines[0]
 			bad.Commission = 1e17 // USD: x100 does not fit DECIMAL(18,4)
@@ -416,6 +427,7 @@ func TestWriterCloseMidLines(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
 			dir := t.TempDir()
 			var c collector
 			w := NewWriter(dir, testPeriod, Formats{CSV: true, Parquet: true}, report.LatestParquetLayout, c.out)
@@ -426,6 +438,7 @@ func TestWriterCloseMidLines(t *testing.T) {
 			w.Close()
 			w.Close() // twice is fine
 			checkOnlyHandedOut(t, dir, c.files)
+			waitGoroutines(t, before)
 			if err := w.Line(&lines[0]); err == nil {
 				t.Error("Line after Close: no error")
 			}
