@@ -78,7 +78,10 @@ type Sink struct {
 	tmpSeq  atomic.Uint64
 }
 
-var _ driver.Bucket = (*Sink)(nil)
+var (
+	_ driver.Bucket     = (*Sink)(nil)
+	_ driver.FilePutter = (*Sink)(nil)
+)
 
 // New returns a sink on dir, creating it (and its parents, 0750) if
 // needed. Close releases it.
@@ -202,19 +205,32 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 			return driver.Attrs{}, err
 		}
 		unlock()
-	} else {
-		// One fsync (stamp's) makes the body and its time durable.
-		if fi, err = stamp(t, nil); err != nil {
-			return driver.Attrs{}, err
-		}
-		if err := ctx.Err(); err != nil {
-			return driver.Attrs{}, err
-		}
-		if err := s.place(tmp, key); err != nil {
-			return driver.Attrs{}, err
-		}
+	} else if fi, err = s.placeNew(ctx, key, tmp, t); err != nil {
+		return driver.Attrs{}, err
 	}
 	done = true
+	return s.finish(key, f, fi)
+}
+
+// placeNew makes the complete temporary file t (tmp) durable and renames
+// it to key, replacing any object there.
+func (s *Sink) placeNew(ctx context.Context, key, tmp string, t tempFile) (fs.FileInfo, error) {
+	// One fsync (stamp's) makes the body and its time durable.
+	fi, err := stamp(t, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.place(tmp, key); err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+// finish closes the file placed at key and makes its name durable.
+func (s *Sink) finish(key string, f *os.File, fi fs.FileInfo) (driver.Attrs, error) {
 	if err := f.Close(); err != nil {
 		return driver.Attrs{}, fmt.Errorf("close %s: %w", key, err)
 	}
@@ -222,6 +238,49 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 		return driver.Attrs{}, err
 	}
 	return attrs(key, fi), nil
+}
+
+// PutFile stores the file at path by a hard link from the Sink's
+// temporary folder (driver.FilePutter): its bytes are not copied. Then as
+// Put: its mode and time set, fsynced, renamed to key, the folder fsynced.
+// A file on another file system, or one the kernel will not link, is
+// errors.ErrUnsupported (the caller copies it with Put); so is a
+// conditional put.
+func (s *Sink) PutFile(ctx context.Context, key, src string, size int64, opts driver.PutOptions) (driver.Attrs, error) {
+	if reserved(key) {
+		return driver.Attrs{}, errReserved
+	}
+	if opts.IfNoneMatch || opts.IfMatch != "" {
+		return driver.Attrs{}, fmt.Errorf("%w: conditional put of a file", errors.ErrUnsupported)
+	}
+	tmp, t, err := s.linkTemp(src)
+	if err != nil {
+		return driver.Attrs{}, err
+	}
+	f := t.f
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			s.root.Remove(tmp)
+			s.prune(path.Dir(key))
+		}
+	}()
+	fi, err := f.Stat()
+	if err != nil {
+		return driver.Attrs{}, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() != size {
+		return driver.Attrs{}, fmt.Errorf("%w: %s is not a regular file of %d bytes", errors.ErrUnsupported, src, size)
+	}
+	if err := f.Chmod(fileMode); err != nil {
+		return driver.Attrs{}, err
+	}
+	if fi, err = s.placeNew(ctx, key, tmp, t); err != nil {
+		return driver.Attrs{}, err
+	}
+	done = true
+	return s.finish(key, f, fi)
 }
 
 // place renames the temporary file tmp to key, creating key's folder

@@ -109,6 +109,26 @@ func (s *Sink) createTemp() (string, tempFile, error) {
 	return dir + "/" + name, tempFile{f: f, dir: r, name: name}, nil
 }
 
+// linkTemp makes a temporary file of the Sink's temporary folder a hard
+// link to the file at src and opens it, as createTemp does (see linkInto
+// for the errors).
+func (s *Sink) linkTemp(src string) (string, tempFile, error) {
+	dir, r, err := s.tempFolder()
+	if err != nil {
+		return "", tempFile{}, err
+	}
+	name := tmpPrefix + strconv.FormatUint(s.tmpSeq.Add(1), 16)
+	if err := linkInto(r, name, src); err != nil {
+		return "", tempFile{}, err
+	}
+	f, err := r.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		r.Remove(name)
+		return "", tempFile{}, fmt.Errorf("open linked file: %w", err)
+	}
+	return dir + "/" + name, tempFile{f: f, dir: r, name: name}, nil
+}
+
 // closeTemp removes the Sink's temporary folder and releases its lock.
 func (s *Sink) closeTemp() {
 	s.tmpMu.Lock()

@@ -4,13 +4,17 @@ package filesink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // etag is the file's inode, size and modification time in nanoseconds, in
@@ -82,4 +86,28 @@ func lockNow(f *os.File) error {
 // released when f is closed).
 func tryLock(f *os.File) bool {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+}
+
+// linkInto makes name, in the folder of dir, a hard link to the file at
+// src. A missing src is an error; any other refusal (another file system,
+// a file system without hard links, too many links) wraps
+// errors.ErrUnsupported: the caller copies the file instead.
+func linkInto(dir *os.Root, name, src string) error {
+	abs, err := filepath.Abs(src)
+	if err != nil {
+		return fmt.Errorf("%w: link %s: %v", errors.ErrUnsupported, src, err)
+	}
+	d, err := dir.Open(".")
+	if err != nil {
+		return fmt.Errorf("open temporary folder: %w", err)
+	}
+	defer d.Close()
+	err = unix.Linkat(unix.AT_FDCWD, abs, int(d.Fd()), name, 0)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.ENOENT):
+		return fmt.Errorf("link %s: %w", src, err)
+	}
+	return fmt.Errorf("%w: link %s: %v", errors.ErrUnsupported, src, err)
 }

@@ -157,8 +157,10 @@ func (b *Bucket) PutBytes(ctx context.Context, key string, data []byte, opts Put
 }
 
 // PutFile stores the content of the regular file at path at key, as Put
-// does. The file must not change while it is uploaded (reports are
-// encoded to a temporary file first, then uploaded from it).
+// does. The file must not change while it is uploaded, nor after (reports
+// are encoded to a temporary file first, then uploaded from it): a driver
+// that can (driver.FilePutter: a folder on the same file system) stores
+// it by a hard link, without copying its bytes.
 func (b *Bucket) PutFile(ctx context.Context, key, path string, opts PutOptions) (Attrs, error) {
 	if err := b.CheckKey(key); err != nil {
 		return Attrs{}, fmt.Errorf("put %s: %w", b.name(key), err)
@@ -175,7 +177,33 @@ func (b *Bucket) PutFile(ctx context.Context, key, path string, opts PutOptions)
 	if !fi.Mode().IsRegular() {
 		return Attrs{}, fmt.Errorf("put %s: %s is not a regular file", b.name(key), path)
 	}
+	if fp, ok := b.d.(driver.FilePutter); ok && !opts.IfNoneMatch && opts.IfMatch == "" {
+		a, err := b.putLinked(ctx, fp, key, path, fi.Size(), opts)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			if err != nil {
+				return Attrs{}, fmt.Errorf("put %s: %w", b.name(key), err)
+			}
+			return a, nil
+		}
+	}
 	return b.Put(ctx, key, f, fi.Size(), opts)
+}
+
+// putLinked stores the file at path through the driver's PutFile, with
+// Put's checks.
+func (b *Bucket) putLinked(ctx context.Context, fp driver.FilePutter, key, path string, size int64, opts PutOptions) (Attrs, error) {
+	if err := fence.Check(ctx); err != nil {
+		return Attrs{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Attrs{}, err
+	}
+	a, err := fp.PutFile(ctx, key, path, size, opts)
+	if err != nil {
+		return Attrs{}, err
+	}
+	a.Key = key
+	return a, nil
 }
 
 // Get opens the object at key and returns it with its Attrs; the error

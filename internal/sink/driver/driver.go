@@ -51,6 +51,20 @@ type PutOptions struct {
 // small marker), so that every driver can make it one atomic request.
 const MaxConditionalSize = 5 << 20
 
+// FilePutter is implemented by a driver that can store a local file
+// without copying its bytes: a folder on the file system of the file (a
+// hard link). PutFile stores the size bytes of the regular file at path at
+// key, as an unconditional Put of them would, with the same visibility and
+// errors. The file at path stays where it is, with its bytes; its mode and
+// modification time may change, and the caller must not write to it
+// afterwards (the object may share its storage). When the driver cannot
+// do so for this file (another file system, links refused), PutFile
+// stores nothing and returns an error wrapping errors.ErrUnsupported:
+// sink.Bucket then copies the file with Put.
+type FilePutter interface {
+	PutFile(ctx context.Context, key, path string, size int64, opts PutOptions) (Attrs, error)
+}
+
 // Bucket is a flat namespace of immutable-until-replaced objects under
 // '/'-separated keys.
 //

@@ -64,6 +64,7 @@ func RunHooks(t *testing.T, open func(t *testing.T) driver.Bucket, h Hooks) {
 		{"KeyLimits", testKeyLimits},
 		{"Large", testLarge},
 		{"Empty", testEmpty},
+		{"PutFile", testPutFile},
 		{"CancelledPut", testCancelledPut},
 		{"FailingBody", testFailingBody},
 		{"RefusedPut", testRefusedPut},
