@@ -70,6 +70,11 @@ type rowGroupJob struct {
 // batchesPerRowGroup is how many full batches make a row group.
 const batchesPerRowGroup = lineItemRowGroupRows / lineItemBatch
 
+// A row group is a whole number of batches (this fails to compile
+// otherwise): a batch spanning two row groups would split differently in
+// a one-row-group file.
+var _ [0]struct{} = [lineItemRowGroupRows % lineItemBatch]struct{}{}
+
 func newRowGroupWriter(w io.Writer, opts []parquet.WriterOption) *rowGroupWriter {
 	n := rowGroupEncoders()
 	return &rowGroupWriter{
