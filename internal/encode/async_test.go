@@ -59,10 +59,17 @@ func TestLineItemWriterAsyncSameBytes(t *testing.T) {
 // TestLineItemWriterAsyncError: a write error in the encoding goroutine is
 // returned by a later Write or by Close, and stays.
 func TestLineItemWriterAsyncError(t *testing.T) {
-	lw := NewLineItemWriter(failingWriter{}, report.LatestParquetLayout)
+	requireDiskFull(t, NewLineItemWriter(failingWriter{}, report.LatestParquetLayout), 4*lineItemRowGroupRows)
+}
+
+// requireDiskFull writes up to n line items with lw, whose output fails,
+// and fails t unless a Write or Close returns errDiskFull and a second
+// Close returns it again.
+func requireDiskFull(t *testing.T, lw *LineItemWriter, n int) {
+	t.Helper()
 	var err error
-	for i := 0; i < 4*lineItemRowGroupRows && err == nil; i++ {
-		li := genLineItem(i, 4*lineItemRowGroupRows)
+	for i := 0; i < n && err == nil; i++ {
+		li := genLineItem(i, n)
 		err = lw.Write(&li)
 	}
 	if err == nil {

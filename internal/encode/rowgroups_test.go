@@ -104,22 +104,7 @@ func TestRowGroupsSameBytes(t *testing.T) {
 // later Write or by Close, stays, and leaves no encoder running.
 func TestRowGroupsError(t *testing.T) {
 	before := runtime.NumGoroutine()
-	lw := newLineItemWriter(failingWriter{}, report.LatestParquetLayout, true)
-	var err error
-	n := 5 * lineItemRowGroupRows
-	for i := 0; i < n && err == nil; i++ {
-		li := genLineItem(i, n)
-		err = lw.Write(&li)
-	}
-	if err == nil {
-		err = lw.Close()
-	}
-	if !errors.Is(err, errDiskFull) {
-		t.Fatalf("err %v, want errDiskFull", err)
-	}
-	if err2 := lw.Close(); !errors.Is(err2, errDiskFull) {
-		t.Errorf("Close after the error: %v", err2)
-	}
+	requireDiskFull(t, newLineItemWriter(failingWriter{}, report.LatestParquetLayout, true), 5*lineItemRowGroupRows)
 	waitGoroutines(t, before)
 }
 

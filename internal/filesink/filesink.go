@@ -156,9 +156,7 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 	done := false
 	defer func() {
 		if !done {
-			f.Close()
-			s.root.Remove(tmp)
-			s.prune(path.Dir(key)) // a folder made for this Put
+			s.abandon(key, tmp, f)
 		}
 	}()
 	if err := f.Chmod(fileMode); err != nil {
@@ -212,6 +210,14 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 	return s.finish(key, f, fi)
 }
 
+// abandon removes the temporary file tmp of a failed Put of key, and the
+// folder made for it if any.
+func (s *Sink) abandon(key, tmp string, f *os.File) {
+	f.Close()
+	s.root.Remove(tmp)
+	s.prune(path.Dir(key))
+}
+
 // placeNew makes the complete temporary file t (tmp) durable and renames
 // it to key, replacing any object there.
 func (s *Sink) placeNew(ctx context.Context, key, tmp string, t tempFile) (fs.FileInfo, error) {
@@ -261,9 +267,7 @@ func (s *Sink) PutFile(ctx context.Context, key, src string, size int64, opts dr
 	done := false
 	defer func() {
 		if !done {
-			f.Close()
-			s.root.Remove(tmp)
-			s.prune(path.Dir(key))
+			s.abandon(key, tmp, f)
 		}
 	}()
 	fi, err := f.Stat()

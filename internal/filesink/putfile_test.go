@@ -36,19 +36,12 @@ func putFileFrom(t *testing.T, s *Sink, dir string) (src, obj string) {
 func TestPutFileLinks(t *testing.T) {
 	s := newSink(t)
 	src, obj := putFileFrom(t, s, t.TempDir())
-	a, err := os.Stat(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.Stat(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !os.SameFile(a, b) {
+	same, mode := sameFile(t, src, obj)
+	if !same {
 		t.Fatal("the object is a copy, want a hard link to the file")
 	}
-	if b.Mode().Perm() != fileMode {
-		t.Errorf("object mode %v, want %v", b.Mode().Perm(), os.FileMode(fileMode))
+	if mode != fileMode {
+		t.Errorf("object mode %v, want %v", mode, os.FileMode(fileMode))
 	}
 }
 
@@ -62,15 +55,22 @@ func TestPutFileOtherFileSystem(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(shm) })
 	s := newSink(t)
 	src, obj := putFileFrom(t, s, shm)
-	a, err := os.Stat(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.Stat(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if os.SameFile(a, b) {
+	if same, _ := sameFile(t, src, obj); same {
 		t.Fatal("the object shares the file's inode across file systems")
 	}
+}
+
+// sameFile reports whether the files at a and b are one file, and b's
+// permissions.
+func sameFile(t *testing.T, a, b string) (bool, os.FileMode) {
+	t.Helper()
+	fa, err := os.Stat(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb, err := os.Stat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return os.SameFile(fa, fb), fb.Mode().Perm()
 }
