@@ -410,9 +410,7 @@ func (lw *LineItemWriter) wait() error {
 // underlying writer.
 func (lw *LineItemWriter) Close() error {
 	if lw.err != nil {
-		if lw.rg != nil {
-			lw.rg.abort()
-		}
+		lw.stop()
 		return lw.err
 	}
 	if err := lw.flushBatch(); err != nil {
@@ -438,16 +436,23 @@ func (lw *LineItemWriter) Close() error {
 }
 
 // abort stops the writer's goroutines without finishing the file; the
-// output must be discarded. Close or abort must be called on a period's
-// writer (newLineItemWriter, dataset), whose row groups are encoded by
-// goroutines that otherwise wait for more rows.
+// output must be discarded, and only after abort or Close returned: until
+// then a goroutine may write to it. Close or abort must be called on a
+// period's writer (newLineItemWriter, dataset), whose row groups are
+// encoded by goroutines that otherwise wait for more rows.
 func (lw *LineItemWriter) abort() {
+	lw.stop()
+	if lw.err == nil {
+		lw.err = errLineItemWriterClosed
+	}
+}
+
+// stop waits for the batch in flight and stops the row group encoders:
+// after it no goroutine of lw writes to its output.
+func (lw *LineItemWriter) stop() {
 	lw.wait()
 	if lw.rg != nil {
 		lw.rg.abort()
-	}
-	if lw.err == nil {
-		lw.err = errLineItemWriterClosed
 	}
 }
 

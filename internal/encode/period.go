@@ -39,6 +39,15 @@ type agencyLines struct {
 	parq     *LineItemWriter
 }
 
+// discardParquet stops the agency's Parquet writer, whose goroutine may
+// still be writing a batch to its file, then removes the file.
+func (a *agencyLines) discardParquet() {
+	if a.parq != nil {
+		a.parq.abort()
+	}
+	a.parqFile.discard()
+}
+
 // NewWriter returns a Writer of period p's files, in Parquet layout l
 // (report.LayoutFor), into temp files in dir.
 func NewWriter(dir string, p report.Period, formats Formats, l report.ParquetLayout, out func(File) error) *Writer {
@@ -215,11 +224,11 @@ func (w *Writer) endAgency() error {
 		err := a.csv.Close()
 		if err != nil {
 			a.csvFile.discard()
-			a.parqFile.discard()
+			a.discardParquet()
 			return w.fail(err)
 		}
 		if err := w.emit(a.csvFile.finish(ap, "transactions", "csv", TypeCSV, a.csv.Rows())); err != nil {
-			a.parqFile.discard()
+			a.discardParquet()
 			return err
 		}
 	}
@@ -252,7 +261,7 @@ func (w *Writer) Close() {
 	}
 	if a := w.agency; a != nil {
 		a.csvFile.discard()
-		a.parqFile.discard()
+		a.discardParquet()
 		w.agency = nil
 	}
 	if w.err == nil {
