@@ -18,6 +18,13 @@ go test -count=1 -timeout 20m "$@" ./...
 # The patched fpdf (third_party/fpdf) is a module of its own: ./... leaves
 # out its tests of the patch.
 if [ $# -eq 0 ]; then (cd third_party/fpdf && go vet . && go test -count=1 .); fi
+# The race detector over the tests of the goroutines that write a period's
+# files (row group encoders, an agency's Parquet batches, line items read
+# ahead): about a minute.
+if [ $# -eq 0 ]; then
+  go test -race -short -count=1 -run 'TestRowGroups|TestWriterCloseMidLines|TestLineItemWriterAsync|TestLinesReadAhead' \
+    ./internal/encode ./internal/aggregate
+fi
 # Bounded fuzzing of every fuzz target (about a minute); not when the run
 # was narrowed with arguments.
 if [ $# -eq 0 ]; then scripts/fuzz.sh; fi
