@@ -19,7 +19,10 @@
 //
 // Run files live in Options.Dir, mode 0600, named extsort-*.run, and are
 // checksummed: a corrupt or truncated run is an error wrapping ErrCorrupt
-// and naming the file, never a silent short read.
+// and naming the file, never a silent short read. A run is read once, so
+// on Linux a merge frees each run's bytes behind it as it reads (a hole
+// punched every MiB): the disk and page cache a sorter holds shrink as its
+// records are consumed, instead of all at Close.
 package extsort
 
 import (

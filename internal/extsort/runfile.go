@@ -27,6 +27,9 @@ const (
 	// blockTarget is the payload size at which a writer ends a block; a
 	// reader's buffer is about this size too.
 	blockTarget = 64 << 10
+	// releaseStep is how far a reader gets past the last released byte
+	// before it releases what it has read (see runReader.releaseRead).
+	releaseStep = 1 << 20
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -148,10 +151,16 @@ type runReader struct {
 	pos     int // next record in block
 	records int64
 	hdr     [trailerLen]byte
+	// released is the file offset up to which the bytes read have been
+	// released; -1 once release has failed (the file system cannot).
+	released int64
 }
 
+// openRun opens a run file for reading. It is opened read-write only so
+// that the reader can release what it has read (fallocate needs a
+// writable descriptor); nothing writes through it.
 func openRun(name string) (*runReader, error) {
-	f, err := os.Open(name)
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("extsort: open run file: %w", err)
 	}
@@ -226,6 +235,7 @@ func (r *runReader) readBlock() error {
 		return io.EOF
 	}
 	start := r.off
+	r.releaseRead(start)
 	h := r.hdr[:blockHeader]
 	if err := r.read(h); err != nil {
 		return err
@@ -250,6 +260,25 @@ func (r *runReader) readBlock() error {
 		return r.corrupt(start, "block checksum mismatch")
 	}
 	return nil
+}
+
+// releaseRead frees the file's bytes before off, every releaseStep: a
+// run file is read once, front to back, so what a merge has read is never
+// read again. The run's pages and disk blocks go back as the merge
+// proceeds instead of all at the sorter's Close: the scratch folder then
+// holds about one sort's worth of runs, not the runs of every sort of a
+// period at once, and the page cache reuses the pages just freed for the
+// next sort's runs and the period's files.
+func (r *runReader) releaseRead(off int64) {
+	end := off &^ (releaseStep - 1)
+	if r.released < 0 || end-r.released < releaseStep {
+		return
+	}
+	if !release(r.f, r.released, end-r.released) {
+		r.released = -1
+		return
+	}
+	r.released = end
 }
 
 func (r *runReader) trailer(start int64, sum uint32) error {
