@@ -23,7 +23,7 @@ func writeMarkdown(w io.Writer, r *results) {
 	if len(r.Run) > 0 {
 		fmt.Fprintln(w, "\n### `run`, embedded store, one hourly period, 500 agencies (the binary; RSS sampled every 10 ms)")
 		fmt.Fprintln(w, "")
-		fmt.Fprintln(w, "| transactions | line items | dedupe window | statement files | wall s | tx/s | raw read items/s | ratio | peak RssAnon MB | peak RssFile MB | maxrss MB | CPU s | objects |")
+		fmt.Fprintln(w, "| transactions | line items | dedupe window | statement files | wall s | tx/s | raw read items/s | ratio | peak RssAnon MB | peak RssFile MB | maxrss MB | CPU s (of which system) | objects |")
 		fmt.Fprintln(w, "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, x := range r.Run {
 			p := x.Proc
@@ -35,9 +35,9 @@ func writeMarkdown(w io.Writer, r *results) {
 			if x.NoStatementFiles {
 				files = "none"
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %.1f | %s | %s | %.0f %% | %.0f | %.0f | %.0f | %.1f | %d |\n",
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %.1f | %s | %s | %.0f %% | %.0f | %.0f | %.0f | %.1f (%.1f) | %d |\n",
 				count(x.Size), yesNo(x.LineItems), window, files, p.WallMS/1000, count(int(x.TxPerSec)), count(int(x.RawReadPerSec)),
-				100*x.Ratio, mb(p.PeakAnonKB), mb(p.PeakFileKB), mb(p.MaxRSSKB), (p.UserMS+p.SysMS)/1000, x.Objects)
+				100*x.Ratio, mb(p.PeakAnonKB), mb(p.PeakFileKB), mb(p.MaxRSSKB), (p.UserMS+p.SysMS)/1000, p.SysMS/1000, x.Objects)
 		}
 		fmt.Fprintln(w, "\nRaw read of the same items from the store (one goroutine, best of 3):")
 		fmt.Fprintln(w, "")
