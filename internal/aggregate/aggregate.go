@@ -97,11 +97,14 @@ func (a *Aggregator) Add(tx *item.Transaction) error {
 		return fmt.Errorf("agency %q %s: %w", tx.AgencyID, tx.Currency.Code, ErrOverflow)
 	}
 	if a.lines != nil {
-		// The value leaves out the keys, which lineKey holds.
+		// The value leaves out what lineKey holds: the keys, the agency
+		// and the currency code (lineDecoder takes them from the key).
 		a.key = lineKey(a.key[:0], tx)
 		a.val = binary.AppendUvarint(a.val[:0], uint64(len(tx.ID)))
 		a.val = append(a.val, tx.ID...)
-		a.val = binary.BigEndian.AppendUint32(tx.AppendBinaryBody(a.val), uint32(bps))
+		body := *tx
+		body.AgencyID, body.Currency.Code = "", ""
+		a.val = binary.BigEndian.AppendUint32(body.AppendBinaryBody(a.val), uint32(bps))
 		if err := a.lines.Add(a.key, a.val); err != nil {
 			return fmt.Errorf("sort line items: %w", err)
 		}

@@ -63,6 +63,7 @@ type lineBatch struct {
 func (l *Lines) read(it *extsort.Iterator) {
 	defer close(l.done)
 	defer close(l.batches)
+	var dec lineDecoder
 	for {
 		var b *lineBatch
 		select {
@@ -73,7 +74,7 @@ func (l *Lines) read(it *extsort.Iterator) {
 		}
 		for len(b.items) < linesBatch && it.Next() {
 			b.items = append(b.items, report.LineItem{})
-			if err := decodeLine(it.Key(), it.Value(), &b.items[len(b.items)-1]); err != nil {
+			if err := dec.decode(it.Key(), it.Value(), &b.items[len(b.items)-1]); err != nil {
 				b.items, b.err = b.items[:len(b.items)-1], err
 				break
 			}
@@ -97,19 +98,30 @@ func (l *Lines) read(it *extsort.Iterator) {
 	}
 }
 
-// decodeLine decodes a line item's sort record into li. The value is the
-// transaction id and the transaction without its keys (AppendBinaryBody),
-// then the rate Add priced it at; the keys are the key's last two parts.
-func decodeLine(k, v []byte, li *report.LineItem) error {
+// lineDecoder decodes line items' sort records, in file order.
+type lineDecoder struct {
+	// agency and currency are the last line item's: the records come
+	// sorted by agency, then currency, so the strings are made once per
+	// agency and currency, not per line item.
+	agency, currency string
+}
+
+// decode decodes a line item's sort record into li. The key is lineKey's;
+// the value is the transaction id, the transaction without its keys, its
+// agency and its currency code (AppendBinaryBody of the rest), then the
+// rate Add priced it at.
+func (d *lineDecoder) decode(k, v []byte, li *report.LineItem) error {
 	idLen, n := binary.Uvarint(v)
 	end := bytes.LastIndexByte(k, 0) // partition keys hold no 0x00
+	var parts [2][]byte // agency and currency, which hold no 0x00
 	start := 0
-	for range 2 { // after agency and currency, which hold no 0x00
+	for p := range parts {
 		i := bytes.IndexByte(k[start:], 0)
 		if i < 0 {
 			start = len(k) + 1 // malformed
 			break
 		}
+		parts[p] = k[start : start+i]
 		start += i + 1
 	}
 	if n <= 0 || uint64(len(v)-n) < idLen+4 || end < start {
@@ -119,6 +131,16 @@ func decodeLine(k, v []byte, li *report.LineItem) error {
 	if err := li.Tx.DecodeBinaryBody(k[end+1:], k[start:end], id, v[n+int(idLen):len(v)-4]); err != nil {
 		return fmt.Errorf("line items: %w", err)
 	}
+	if li.Tx.AgencyID != "" || li.Tx.Currency.Code != "" {
+		return fmt.Errorf("line items: agency or currency in the value: %w", item.ErrCorruptRecord)
+	}
+	if string(parts[0]) != d.agency {
+		d.agency = string(parts[0])
+	}
+	if string(parts[1]) != d.currency {
+		d.currency = string(parts[1])
+	}
+	li.Tx.AgencyID, li.Tx.Currency.Code = d.agency, d.currency
 	li.BPS = int32(binary.BigEndian.Uint32(v[len(v)-4:]))
 	li.Commission = Commission(&li.Tx, li.BPS)
 	return nil
