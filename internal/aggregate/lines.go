@@ -113,7 +113,7 @@ type lineDecoder struct {
 func (d *lineDecoder) decode(k, v []byte, li *report.LineItem) error {
 	idLen, n := binary.Uvarint(v)
 	end := bytes.LastIndexByte(k, 0) // partition keys hold no 0x00
-	var parts [2][]byte // agency and currency, which hold no 0x00
+	var parts [2][]byte              // agency and currency, which hold no 0x00
 	start := 0
 	for p := range parts {
 		i := bytes.IndexByte(k[start:], 0)
