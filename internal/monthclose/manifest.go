@@ -61,6 +61,10 @@ type Manifest struct {
 	// ReplacedFiles are the keys the previous revision listed and this one
 	// does not (deleted once this manifest is published).
 	ReplacedFiles []string `json:"replaced_files,omitempty"`
+	// Parts, in layout FormatParts, are the part objects that hold the
+	// agencies' files, the replaced keys and the agency entries
+	// (manifestparts.go); readManifest puts them back into the lists.
+	Parts []Part `json:"parts,omitempty"`
 }
 
 // PeriodEntry names one period revision.
@@ -155,8 +159,13 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	if err := json.NewDecoder(bytes.NewReader(b)).Decode(&m); err != nil {
 		return nil, fmt.Errorf("parse month manifest: %w", err)
 	}
-	if m.Format != Format {
-		return nil, fmt.Errorf("parse month manifest: format %q, want %q", m.Format, Format)
+	switch {
+	case m.Format == Format && len(m.Parts) == 0:
+	case m.Format == FormatParts && len(m.Parts) > 0:
+	case m.Format == Format || m.Format == FormatParts:
+		return nil, fmt.Errorf("parse month manifest: format %q with %d parts", m.Format, len(m.Parts))
+	default:
+		return nil, fmt.Errorf("parse month manifest: format %q, want %q or %q", m.Format, Format, FormatParts)
 	}
 	if m.StatementRevision < 1 {
 		return nil, fmt.Errorf("parse month manifest: statement_revision %d, want >= 1", m.StatementRevision)
@@ -180,6 +189,7 @@ func (m *Manifest) SameContent(o *Manifest) bool {
 func (m *Manifest) content() ([]byte, error) {
 	c := *m
 	c.StatementRevision, c.Reason, c.PreviousSHA256, c.GeneratedAt, c.ToolVersion, c.ReplacedFiles = 1, "", "", time.Time{}, "", nil
+	c.Format, c.Parts = Format, nil // the layout is not content
 	return c.Marshal()
 }
 

@@ -99,7 +99,7 @@ func (c *Closer) readMonth(ctx context.Context, m string, keys []string) (*curre
 		case err != nil:
 			return nil, fmt.Errorf("read the statements of %s: %w", m, err)
 		default:
-			man, err := ParseManifest(raw)
+			man, err := c.readManifest(ctx, raw)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", c.bucket().URL(report.MonthManifestKey(m)), err)
 			}

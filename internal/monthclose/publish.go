@@ -18,10 +18,11 @@ import (
 // internal/publish/cleanup.go, stated and enforced here only).
 //
 // Once month manifest M is published, the month's objects are exactly
-// M.Files. The cleanup deletes, and nothing else:
+// M.Files and M's parts (Manifest.Keys). The cleanup deletes, and nothing
+// else:
 //
 //   - every object under statements/month=M/ and manifests/month=M/ that
-//     M does not list (but the manifest and the intents);
+//     M does not list (but the manifest, its parts and the intents);
 //   - every key of M.ReplacedFiles (the previous revision's objects, agency
 //     folders included) that M does not list;
 //   - every key a pending intent names that M does not list (an intent
@@ -82,9 +83,16 @@ func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files
 	if err := c.upload(ctx, todo); err != nil {
 		return 0, fmt.Errorf("publish the statements of %s: %w", m, err)
 	}
-	body, err := man.Marshal()
+	body, parts, err := man.Encode()
 	if err != nil {
 		return 0, err
+	}
+	// The parts before the manifest that names them: content-named, so a
+	// part already there is the same bytes.
+	if err := c.each(len(parts), func(i int) error {
+		return c.put(ctx, parts[i].Key, parts[i].Body, sink.PutOptions{ContentType: encode.TypeJSON})
+	}); err != nil {
+		return 0, fmt.Errorf("publish the statements of %s: manifest part: %w", m, err)
 	}
 	opts := sink.PutOptions{ContentType: encode.TypeJSON, IfNoneMatch: true}
 	if cur != nil && cur.m != nil {
@@ -126,7 +134,7 @@ func (c *Closer) finishCleanup(ctx context.Context, cur *current) error {
 // cleanup deletes what cur.m does not list (see above), then the intents.
 func (c *Closer) cleanup(ctx context.Context, cur *current, always bool) error {
 	m, man := cur.month, cur.m
-	keep := keySet(man.Files)
+	keep := man.Keys()
 	var del []string
 	for _, prefix := range []string{report.StatementsPrefix(m), report.MonthManifestPrefix(m)} {
 		objs, err := c.bucket().List(ctx, prefix)

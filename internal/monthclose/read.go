@@ -34,9 +34,9 @@ func (c *Closer) Read(ctx context.Context, m string) (*Statement, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the statements of %s: %w", m, err)
 	}
-	man, err := ParseManifest(raw)
+	man, err := c.readManifest(ctx, raw)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read the statements of %s: %w", m, err)
 	}
 	st := &Statement{Manifest: man}
 	for _, f := range man.Files {
@@ -106,7 +106,7 @@ func (c *Closer) Overview(ctx context.Context) (open []MonthStatus, lastFinal *M
 		if err != nil {
 			return nil, nil, fmt.Errorf("read the statements of %s: %w", ms[i], err)
 		}
-		man, err := ParseManifest(raw)
+		man, err := ParseManifest(raw) // the status is in manifest.json itself
 		if err != nil {
 			return nil, nil, err
 		}

@@ -103,7 +103,7 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 		file.Close()
 		removeFiles([]encode.File{{Path: file.Name()}})
 	}
-	keep := keySet(man.Files)
+	keep := man.Keys()
 	for _, prefix := range []string{report.StatementsPrefix(m), report.MonthManifestPrefix(m)} {
 		objs, err := c.bucket().List(ctx, prefix)
 		if err != nil {
