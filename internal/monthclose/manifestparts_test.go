@@ -63,6 +63,12 @@ func TestMonthManifestParts(t *testing.T) {
 		t.Fatalf("under the month's manifest prefix: %v; want the parts %v", got, parts)
 	}
 
+	// A part a crashed publication left (uploaded, its manifest never
+	// written): the next revision's cleanup deletes it.
+	stray := report.MonthManifestPrefix(m) + "files-0123456789abcdef.json"
+	if _, err := f.b.PutBytes(f.ctx, stray, []byte("{}\n"), sink.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	// The next revision: one agency's commission changes.
 	agencies["ag-03"] = 999
 	f.publish(hour(0), report.ReasonRecheck, agencies)

@@ -66,26 +66,29 @@ func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files
 			todo = append(todo, f)
 		}
 	}
+	body, parts, err := man.Encode()
+	if err != nil {
+		return 0, err
+	}
 	mine := report.MonthIntentKey(m, c.RunID)
-	if len(todo) > 0 || len(man.ReplacedFiles) > 0 {
+	if len(todo) > 0 || len(man.ReplacedFiles) > 0 || len(parts) > 0 {
 		in := monthIntent{RunID: c.RunID}
 		for _, f := range todo {
 			in.Keys = append(in.Keys, f.Key)
 		}
-		body, err := json.Marshal(in)
+		for _, p := range parts {
+			in.Keys = append(in.Keys, p.Key)
+		}
+		ib, err := json.Marshal(in)
 		if err != nil {
 			return 0, err
 		}
-		if err := c.put(ctx, mine, body, sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
+		if err := c.put(ctx, mine, ib, sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
 			return 0, fmt.Errorf("publish the statements of %s: intent: %w", m, err)
 		}
 	}
 	if err := c.upload(ctx, todo); err != nil {
 		return 0, fmt.Errorf("publish the statements of %s: %w", m, err)
-	}
-	body, parts, err := man.Encode()
-	if err != nil {
-		return 0, err
 	}
 	// The parts before the manifest that names them: content-named, so a
 	// part already there is the same bytes.
