@@ -3,8 +3,6 @@ package monthclose
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -98,11 +96,9 @@ func (m *Manifest) Encode() ([]byte, []report.EncodedPart, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("marshal month manifest part: %w", err)
 		}
-		body = append(body, '\n')
-		sum := sha256.Sum256(body)
-		key := report.MonthManifestPrefix(m.Month) + report.HashedName("files", "json", sum)
-		parts = append(parts, report.EncodedPart{Key: key, Body: body})
-		infos = append(infos, Part{Key: key, Bytes: int64(len(body)), SHA256: hex.EncodeToString(sum[:]),
+		part, sum := report.NewPart(report.MonthManifestPrefix(m.Month), body)
+		parts = append(parts, part)
+		infos = append(infos, Part{Key: part.Key, Bytes: int64(len(part.Body)), SHA256: sum,
 			Files: len(p.Files), ReplacedFiles: len(p.ReplacedFiles), Agencies: len(p.Agencies)})
 	}
 	c := *m
@@ -161,9 +157,8 @@ func (c *Closer) readPart(ctx context.Context, p Part) (monthPart, error) {
 	if err != nil {
 		return b, fmt.Errorf("%w: %s: %w", report.ErrManifestPart, p.Key, err)
 	}
-	if sum := report.SHA256Hex(raw); int64(len(raw)) != p.Bytes || sum != p.SHA256 {
-		return b, fmt.Errorf("%w: %s is %d bytes, sha256 %s; the month manifest says %d, %s",
-			report.ErrManifestPart, p.Key, len(raw), sum, p.Bytes, p.SHA256)
+	if err := report.CheckPart(p.Key, raw, p.Bytes, p.SHA256); err != nil {
+		return b, err
 	}
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return b, fmt.Errorf("%w: %s: %w", report.ErrManifestPart, p.Key, err)

@@ -129,11 +129,9 @@ func (m *Manifest) Encode() ([]byte, []EncodedPart, error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("marshal manifest part: %w", err)
 		}
-		body = append(body, '\n')
-		sum := sha256.Sum256(body)
-		key := ManifestPrefix(m.Period()) + HashedName(partBase, "json", sum)
-		parts = append(parts, EncodedPart{Key: key, Body: body})
-		infos = append(infos, ManifestPart{Key: key, Bytes: int64(len(body)), SHA256: hex.EncodeToString(sum[:]),
+		part, sum := NewPart(ManifestPrefix(m.Period()), body)
+		parts = append(parts, part)
+		infos = append(infos, ManifestPart{Key: part.Key, Bytes: int64(len(part.Body)), SHA256: sum,
 			Files: len(b.Files), ReplacedFiles: len(b.ReplacedFiles)})
 	}
 	m.Format, m.Parts = ManifestFormatParts, infos
@@ -143,6 +141,26 @@ func (m *Manifest) Encode() ([]byte, []EncodedPart, error) {
 		return nil, nil, err
 	}
 	return body, parts, nil
+}
+
+// NewPart returns the part object of JSON body under prefix (a newline is
+// appended), named by its content hash (files-H.json), and its SHA-256 in
+// hex: what the manifest that names it commits to, with its size.
+func NewPart(prefix string, body []byte) (EncodedPart, string) {
+	body = append(body, '\n')
+	sum := sha256.Sum256(body)
+	return EncodedPart{Key: prefix + HashedName(partBase, "json", sum), Body: body}, hex.EncodeToString(sum[:])
+}
+
+// CheckPart checks raw, read back from key, against the size and SHA-256
+// a manifest committed to; the error wraps ErrManifestPart. Every part,
+// of a period's manifest or a month's, is read through it.
+func CheckPart(key string, raw []byte, size int64, sha string) error {
+	if sum := SHA256Hex(raw); int64(len(raw)) != size || sum != sha {
+		return fmt.Errorf("%w: %s is %d bytes, sha256 %s; the manifest says %d, %s",
+			ErrManifestPart, key, len(raw), sum, size, sha)
+	}
+	return nil
 }
 
 // PartReader reads the whole object at key (at most MaxPartBytes).
@@ -193,9 +211,8 @@ func readPart(ctx context.Context, p ManifestPart, read PartReader) (partBody, e
 	if err != nil {
 		return b, fmt.Errorf("%w: %s: %w", ErrManifestPart, p.Key, err)
 	}
-	if sum := SHA256Hex(raw); int64(len(raw)) != p.Bytes || sum != p.SHA256 {
-		return b, fmt.Errorf("%w: %s is %d bytes, sha256 %s; the manifest says %d, %s",
-			ErrManifestPart, p.Key, len(raw), sum, p.Bytes, p.SHA256)
+	if err := CheckPart(p.Key, raw, p.Bytes, p.SHA256); err != nil {
+		return b, err
 	}
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return b, fmt.Errorf("%w: %s: %w", ErrManifestPart, p.Key, err)
