@@ -135,7 +135,8 @@ func (c *Closer) readManifest(ctx context.Context, raw []byte) (*Manifest, error
 	for _, p := range m.Parts {
 		b, err := c.readPart(ctx, p)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w (the statements of %s cannot be read or published again until this part is "+
+				"restored with the bytes manifest.json names, e.g. from the bucket's versions)", err, m.Month)
 		}
 		m.Files = append(m.Files, b.Files...)
 		m.ReplacedFiles = append(m.ReplacedFiles, b.ReplacedFiles...)
