@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/reportjob/reportjob/internal/testenv"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/reportjob/reportjob/internal/sink/driver"
@@ -41,6 +42,61 @@ func BenchmarkPut(b *testing.B) {
 				i++
 			}
 			b.ReportMetric(float64(testenv.ProcessCPU()-cpu0)/float64(i), "cpu-ns/op")
+		})
+	}
+}
+
+// BenchmarkPublishFolders is a period's first publish of 500 agencies
+// into an empty sink, as publish does it (4 uploads at a time): 500 small
+// files, each in new folders of its own (agencies/agency=A/period=P/),
+// then Sync. Durable: each Put makes itself durable (its fsyncs);
+// Deferred: the Puts leave that to the one Sync (a publication's objects,
+// PutOptions.Defer). One op is the whole period, in a new sink.
+func BenchmarkPublishFolders(b *testing.B) {
+	const agencies, workers = 500, 4
+	for _, deferred := range []bool{false, true} {
+		name := "Durable"
+		if deferred {
+			name = "Deferred"
+		}
+		b.Run(name, func(b *testing.B) {
+			body := bytes.Repeat([]byte("agency,amount\n"), 2048/14)
+			cpu0 := testenv.ProcessCPU()
+			n := 0
+			for b.Loop() {
+				b.StopTimer()
+				s, err := New(filepath.Join(b.TempDir(), "reports"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				var wg sync.WaitGroup
+				errs := make(chan error, workers)
+				for w := range workers {
+					wg.Go(func() {
+						for a := w; a < agencies; a += workers {
+							key := fmt.Sprintf("agencies/agency=%04d/period=20260101T0000Z/summary.csv", a)
+							if _, err := s.Put(b.Context(), key, bytes.NewReader(body), int64(len(body)), driver.PutOptions{Defer: deferred}); err != nil {
+								errs <- err
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				if err := <-errs; err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Sync(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+				n++
+			}
+			b.ReportMetric(float64(testenv.ProcessCPU()-cpu0)/float64(n)/1e6, "cpu-ms/op")
 		})
 	}
 }

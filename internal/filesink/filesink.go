@@ -8,7 +8,9 @@
 //
 // A Put is atomic: the body goes to a temporary file outside the visible
 // tree (in DIR/.reportjob-tmp/, see temp.go), which is fsynced and renamed
-// over the target, and the target's folder is fsynced. The temporary files
+// over the target, and the target's folder is fsynced. A Put with
+// PutOptions.Defer leaves out those fsyncs and records the key: Sync
+// (sync.go) fsyncs the deferred files and their folders in one round. The temporary files
 // of a process that died are removed by the next New. A conditional Put compares the target's ETag and
 // renames while holding an exclusive flock(2) on DIR/.reportjob-sink.lock,
 // so that of two processes (or goroutines) racing to create or replace
@@ -65,8 +67,9 @@ var errReserved = errors.New("key has a segment starting with " + reservedPrefix
 // Sink is a driver.Bucket on a local folder. It is safe for concurrent
 // use, by several goroutines and several processes.
 type Sink struct {
-	dir  string   // absolute, cleaned
-	root *os.Root // dir
+	dir     string   // absolute, cleaned
+	root    *os.Root // dir
+	dirFile *os.File // dir, open since New (Sync)
 	// sem serializes this process's conditional puts before they take
 	// the flock (which excludes other processes).
 	sem chan struct{}
@@ -76,11 +79,20 @@ type Sink struct {
 	tmpRoot *os.Root // tmpDir, where Put creates and stamps its files
 	tmpLock *os.File // its .lock, flocked while the Sink is open
 	tmpSeq  atomic.Uint64
+
+	// Deferred Puts (sync.go).
+	pendMu  sync.Mutex
+	pending map[string]struct{} // keys stored by deferred Puts, not yet synced
+	// deferred is set by the first deferred Put, before it creates a
+	// folder: from then on a durable Put fsyncs every folder of its key,
+	// which may have been created by a deferred Put and not be durable yet.
+	deferred atomic.Bool
 }
 
 var (
 	_ driver.Bucket     = (*Sink)(nil)
 	_ driver.FilePutter = (*Sink)(nil)
+	_ driver.Syncer     = (*Sink)(nil)
 )
 
 // New returns a sink on dir, creating it (and its parents, 0750) if
@@ -100,7 +112,14 @@ func New(dir string) (*Sink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
-	s := &Sink{dir: abs, root: root, sem: make(chan struct{}, 1)}
+	// Open for Sync's syncfs(2), from now on: it reports the write-back
+	// errors since the descriptor was opened.
+	dirFile, err := root.Open(".")
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("file sink: %w", err)
+	}
+	s := &Sink{dir: abs, root: root, dirFile: dirFile, sem: make(chan struct{}, 1)}
 	s.sweepTemp()
 	return s, nil
 }
@@ -109,6 +128,7 @@ func New(dir string) (*Sink, error) {
 // Sink must not be used afterwards.
 func (s *Sink) Close() error {
 	s.closeTemp()
+	s.dirFile.Close()
 	return s.root.Close()
 }
 
@@ -142,12 +162,14 @@ func attrs(key string, fi fs.FileInfo) driver.Attrs {
 
 // Put writes body to a temporary file beside the target, fsyncs it and
 // renames it over the target (under the lock for a conditional Put), then
-// fsyncs the folder. Every Put gives the file a modification time later
+// fsyncs the folder (with opts.Defer, Sync does the fsyncs: sync.go).
+// Every Put gives the file a modification time later
 // than the one it replaces, so its ETag is new even for the same bytes.
 func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int64, opts driver.PutOptions) (driver.Attrs, error) {
 	if reserved(key) {
 		return driver.Attrs{}, errReserved
 	}
+	durable := s.durable(opts)
 	tmp, t, err := s.createTemp()
 	if err != nil {
 		return driver.Attrs{}, err
@@ -178,7 +200,7 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 	if opts.IfNoneMatch || opts.IfMatch != "" {
 		// The body is made durable before the lock is taken, so that the
 		// lock is held for the stamp's fsync only.
-		if err := f.Sync(); err != nil {
+		if err := syncFile(f); err != nil {
 			return driver.Attrs{}, fmt.Errorf("sync temporary file: %w", err)
 		}
 		unlock, err := s.lock(ctx)
@@ -193,21 +215,21 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 		if err := precondition(cur, opts); err != nil {
 			return driver.Attrs{}, err
 		}
-		if fi, err = stamp(t, cur); err != nil {
+		if fi, err = stamp(t, cur, true); err != nil {
 			return driver.Attrs{}, err
 		}
 		if err := ctx.Err(); err != nil {
 			return driver.Attrs{}, err
 		}
-		if err := s.place(tmp, key); err != nil {
+		if err := s.place(tmp, key, true); err != nil {
 			return driver.Attrs{}, err
 		}
 		unlock()
-	} else if fi, err = s.placeNew(ctx, key, tmp, t); err != nil {
+	} else if fi, err = s.placeNew(ctx, key, tmp, t, durable); err != nil {
 		return driver.Attrs{}, err
 	}
 	done = true
-	return s.finish(key, f, fi)
+	return s.finish(key, f, fi, durable)
 }
 
 // abandon removes the temporary file tmp of a failed Put of key, and the
@@ -218,29 +240,34 @@ func (s *Sink) abandon(key, tmp string, f *os.File) {
 	s.prune(path.Dir(key))
 }
 
-// placeNew makes the complete temporary file t (tmp) durable and renames
-// it to key, replacing any object there.
-func (s *Sink) placeNew(ctx context.Context, key, tmp string, t tempFile) (fs.FileInfo, error) {
+// placeNew makes the complete temporary file t (tmp) durable (unless
+// deferred) and renames it to key, replacing any object there.
+func (s *Sink) placeNew(ctx context.Context, key, tmp string, t tempFile, durable bool) (fs.FileInfo, error) {
 	// One fsync (stamp's) makes the body and its time durable.
-	fi, err := stamp(t, nil)
+	fi, err := stamp(t, nil, durable)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.place(tmp, key); err != nil {
+	if err := s.place(tmp, key, durable); err != nil {
 		return nil, err
 	}
 	return fi, nil
 }
 
-// finish closes the file placed at key and makes its name durable.
-func (s *Sink) finish(key string, f *os.File, fi fs.FileInfo) (driver.Attrs, error) {
+// finish closes the file placed at key and makes its name durable, or,
+// for a deferred Put (durable false), leaves that to Sync.
+func (s *Sink) finish(key string, f *os.File, fi fs.FileInfo, durable bool) (driver.Attrs, error) {
 	if err := f.Close(); err != nil {
 		return driver.Attrs{}, fmt.Errorf("close %s: %w", key, err)
 	}
-	if err := (folder{r: s.root}).syncPath(path.Dir(key)); err != nil {
+	if !durable {
+		s.addPending(key)
+		return attrs(key, fi), nil
+	}
+	if err := s.syncFolders(key); err != nil {
 		return driver.Attrs{}, err
 	}
 	return attrs(key, fi), nil
@@ -259,6 +286,7 @@ func (s *Sink) PutFile(ctx context.Context, key, src string, size int64, opts dr
 	if opts.IfNoneMatch || opts.IfMatch != "" {
 		return driver.Attrs{}, fmt.Errorf("%w: conditional put of a file", errors.ErrUnsupported)
 	}
+	durable := s.durable(opts)
 	tmp, t, err := s.linkTemp(src)
 	if err != nil {
 		return driver.Attrs{}, err
@@ -280,25 +308,25 @@ func (s *Sink) PutFile(ctx context.Context, key, src string, size int64, opts dr
 	if err := f.Chmod(fileMode); err != nil {
 		return driver.Attrs{}, err
 	}
-	if fi, err = s.placeNew(ctx, key, tmp, t); err != nil {
+	if fi, err = s.placeNew(ctx, key, tmp, t, durable); err != nil {
 		return driver.Attrs{}, err
 	}
 	done = true
-	return s.finish(key, f, fi)
+	return s.finish(key, f, fi, durable)
 }
 
 // place renames the temporary file tmp to key, creating key's folder
 // when the rename finds it missing (the usual folder exists: one rename,
 // no look-up before it); a Delete may remove a new, empty folder before
-// the rename: then it tries again.
-func (s *Sink) place(tmp, key string) error {
+// the rename: then it tries again. durable: as makeFolder's.
+func (s *Sink) place(tmp, key string, durable bool) error {
 	rel := path.Dir(key)
 	for attempt := 0; ; attempt++ {
 		err := s.root.Rename(tmp, key)
 		if err == nil || !missing(err) || rel == "." || attempt > mkdirRetries {
 			return err
 		}
-		if err := s.makeFolder(rel); err != nil {
+		if err := s.makeFolder(rel, durable); err != nil {
 			return err
 		}
 	}
@@ -335,9 +363,9 @@ func etagOf(fi fs.FileInfo) string {
 }
 
 // stamp sets the modification time of the temporary file t to now, or
-// just after cur's when that is not earlier, fsyncs it and returns its
-// FileInfo.
-func stamp(t tempFile, cur fs.FileInfo) (fs.FileInfo, error) {
+// just after cur's when that is not earlier, fsyncs it (when durable) and
+// returns its FileInfo.
+func stamp(t tempFile, cur fs.FileInfo, durable bool) (fs.FileInfo, error) {
 	mtime := time.Now()
 	if cur != nil && !mtime.After(cur.ModTime()) {
 		mtime = cur.ModTime().Add(time.Nanosecond)
@@ -345,8 +373,10 @@ func stamp(t tempFile, cur fs.FileInfo) (fs.FileInfo, error) {
 	if err := t.dir.Chtimes(t.name, time.Time{}, mtime); err != nil {
 		return nil, err
 	}
-	if err := t.f.Sync(); err != nil {
-		return nil, fmt.Errorf("sync temporary file: %w", err)
+	if durable {
+		if err := syncFile(t.f); err != nil {
+			return nil, fmt.Errorf("sync temporary file: %w", err)
+		}
 	}
 	fi, err := t.f.Stat()
 	if err != nil {

@@ -15,14 +15,15 @@ type folder struct {
 
 // makeFolder creates the folder rel and its missing parents, top-down,
 // and fsyncs the parent of each folder it creates, so that the new names
-// are durable. Folders that exist are left alone (their names were made
+// are durable (unless durable is false: a deferred Put, whose Sync fsyncs
+// every folder of its key). Folders that exist are left alone (their names were made
 // durable by whoever made them): for a new agency folder under an
 // existing period folder that is one mkdir and one fsync, not an fsync
 // of every folder up to DIR.
-func (s *Sink) makeFolder(rel string) error {
+func (s *Sink) makeFolder(rel string, durable bool) error {
 	err := s.root.Mkdir(rel, dirMode)
 	if errors.Is(err, fs.ErrNotExist) && path.Dir(rel) != "." {
-		if err := s.makeFolder(path.Dir(rel)); err != nil {
+		if err := s.makeFolder(path.Dir(rel), durable); err != nil {
 			return err
 		}
 		err = s.root.Mkdir(rel, dirMode)
@@ -37,6 +38,9 @@ func (s *Sink) makeFolder(rel string) error {
 	if err != nil {
 		return fmt.Errorf("create folder: %w", err)
 	}
+	if !durable {
+		return nil
+	}
 	return (folder{r: s.root}).syncPath(path.Dir(rel))
 }
 
@@ -46,7 +50,7 @@ func (d folder) syncPath(rel string) error {
 	if err != nil {
 		return fmt.Errorf("sync folder: %w", err)
 	}
-	err = f.Sync()
+	err = syncFile(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

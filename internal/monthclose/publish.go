@@ -200,16 +200,21 @@ func (c *Closer) put(ctx context.Context, key string, body []byte, opts sink.Put
 	return err
 }
 
-// upload puts files, Concurrency at a time, checking the fence.
+// upload puts files, Concurrency at a time, checking the fence, and
+// makes them durable (the sink's Sync) before it returns.
 func (c *Closer) upload(ctx context.Context, files []encode.File) error {
-	return c.each(len(files), func(i int) error {
+	err := c.each(len(files), func(i int) error {
 		f := files[i]
-		if _, err := c.bucket().PutFile(ctx, f.Key, f.Path, sink.PutOptions{ContentType: f.ContentType}); err != nil {
+		if _, err := c.bucket().PutFile(ctx, f.Key, f.Path, sink.PutOptions{ContentType: f.ContentType, Defer: true}); err != nil {
 			return err
 		}
 		crashpoint.Hit(crashpoint.MonthAfterUpload)
 		return nil
 	})
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	return c.bucket().Sync(ctx)
 }
 
 // deleteAll deletes keys, Concurrency at a time, checking the fence.

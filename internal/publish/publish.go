@@ -13,7 +13,10 @@
 //     cleanup is pending.
 //  3. Upload each object (its name carries its content hash, so the same
 //     content is the same object), checking the fence before each, and
-//     skipping the objects the current manifest already lists.
+//     skipping the objects the current manifest already lists. The
+//     uploads may return before their objects are durable (a folder sink
+//     batches its fsyncs: sink.PutOptions.Defer); the sink's Sync makes
+//     them all durable before the manifest is written.
 //  4. Check the fence, then write the manifest: If-None-Match: * when P had
 //     none, If-Match: <the ETag read in 1> otherwise. Two publishers can
 //     never blindly overwrite each other; a response lost in transit is
@@ -396,13 +399,18 @@ func (s *Session) Upload(f encode.File) error {
 	}
 }
 
-// Wait waits for the queued uploads and returns the files of the revision,
-// sorted by key.
+// Wait waits for the queued uploads, makes them durable (the sink's Sync)
+// and returns the files of the revision, sorted by key.
 func (s *Session) Wait() ([]report.FileInfo, error) {
 	if !s.waited {
 		s.waited = true
 		close(s.queue)
 		<-s.done
+		if s.err == nil && s.uploads > 0 {
+			if err := s.pb.out().Sync(s.ctx); err != nil {
+				s.err = fmt.Errorf("publish %s: %w", s.p.Name(), err)
+			}
+		}
 	}
 	if s.err != nil {
 		return nil, s.err
@@ -534,9 +542,9 @@ func keySet(files []report.FileInfo) map[string]bool {
 func removeTemp(f encode.File) { f.Discard() }
 
 // putFile stores the encoded file f at its key in b, from its temp file
-// or from memory.
+// or from memory; b's Sync makes it durable (Session.Wait).
 func putFile(ctx context.Context, b *sink.Bucket, f encode.File) (sink.Attrs, error) {
-	opts := sink.PutOptions{ContentType: f.ContentType}
+	opts := sink.PutOptions{ContentType: f.ContentType, Defer: true}
 	if f.Path == "" {
 		return b.PutBytes(ctx, f.Key, f.Data, opts)
 	}

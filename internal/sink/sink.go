@@ -143,12 +143,36 @@ func (b *Bucket) put(ctx context.Context, key string, body io.ReadSeeker, size i
 	if err := ctx.Err(); err != nil {
 		return Attrs{}, err
 	}
-	a, err := b.d.Put(ctx, key, sized, size, opts)
+	a, err := b.d.Put(ctx, key, sized, size, b.driverOpts(opts))
 	if err != nil {
 		return Attrs{}, err
 	}
 	a.Key = key
 	return a, nil
+}
+
+// driverOpts is opts as the driver gets them: Defer only for a Syncer and
+// an unconditional Put, so that a driver (or a wrapper of one) that does
+// not say it can Sync stores every object durably.
+func (b *Bucket) driverOpts(opts PutOptions) PutOptions {
+	if _, ok := b.d.(driver.Syncer); !ok || opts.IfNoneMatch || opts.IfMatch != "" {
+		opts.Defer = false
+	}
+	return opts
+}
+
+// Sync makes durable the objects stored by Puts with PutOptions.Defer
+// (driver.Syncer); a no-op for a driver whose Puts are durable when they
+// return (S3). It changes no object, so no fence is checked.
+func (b *Bucket) Sync(ctx context.Context) error {
+	s, ok := b.d.(driver.Syncer)
+	if !ok {
+		return nil
+	}
+	if err := s.Sync(ctx); err != nil {
+		return fmt.Errorf("sync %s: %w", b.d.String(), err)
+	}
+	return nil
 }
 
 // PutBytes stores data at key, as Put does.
@@ -198,7 +222,7 @@ func (b *Bucket) putLinked(ctx context.Context, fp driver.FilePutter, key, path 
 	if err := ctx.Err(); err != nil {
 		return Attrs{}, err
 	}
-	a, err := fp.PutFile(ctx, key, path, size, opts)
+	a, err := fp.PutFile(ctx, key, path, size, b.driverOpts(opts))
 	if err != nil {
 		return Attrs{}, err
 	}

@@ -25,16 +25,18 @@ import (
 // Attrs say) and lets a test see what the portable layer hands down.
 type recorder struct {
 	calls   int
-	body    []byte // what the last Put read
-	readAt  bool   // the last Put's body was an io.ReaderAt
-	get     []byte // what Get returns
-	getSize int64  // the size Get claims
+	body    []byte            // what the last Put read
+	readAt  bool              // the last Put's body was an io.ReaderAt
+	get     []byte            // what Get returns
+	getSize int64             // the size Get claims
+	opts    driver.PutOptions // the last Put's
 }
 
 var _ driver.Bucket = (*recorder)(nil)
 
-func (r *recorder) Put(_ context.Context, key string, body io.ReadSeeker, size int64, _ driver.PutOptions) (driver.Attrs, error) {
+func (r *recorder) Put(_ context.Context, key string, body io.ReadSeeker, size int64, opts driver.PutOptions) (driver.Attrs, error) {
 	r.calls++
+	r.opts = opts
 	_, r.readAt = body.(io.ReaderAt)
 	// Read it twice, as a retrying driver does.
 	for range 2 {
@@ -227,5 +229,49 @@ func TestDiscard(t *testing.T) {
 	}
 	if b.URL("k") != "discard:/k" || b.String() != "discard:" {
 		t.Errorf("URL %q, String %q", b.URL("k"), b.String())
+	}
+}
+
+// syncRecorder is a recorder that can Sync (driver.Syncer).
+type syncRecorder struct {
+	recorder
+	syncs int
+}
+
+func (r *syncRecorder) Sync(context.Context) error { r.syncs++; return nil }
+
+// TestDeferOnlyToSyncers: PutOptions.Defer reaches a driver only when it
+// is a driver.Syncer and the Put is unconditional, so that a driver (or a
+// wrapper of one) that cannot Sync stores every object durably; Sync is a
+// no-op without one.
+func TestDeferOnlyToSyncers(t *testing.T) {
+	ctx := context.Background()
+	plain, syncer := &recorder{}, &syncRecorder{}
+	for _, tc := range []struct {
+		name string
+		d    driver.Bucket
+		last func() driver.PutOptions
+		opts sink.PutOptions
+		want bool
+	}{
+		{"plain driver", plain, func() driver.PutOptions { return plain.opts }, sink.PutOptions{Defer: true}, false},
+		{"syncer", syncer, func() driver.PutOptions { return syncer.opts }, sink.PutOptions{Defer: true}, true},
+		{"syncer, IfNoneMatch", syncer, func() driver.PutOptions { return syncer.opts }, sink.PutOptions{Defer: true, IfNoneMatch: true}, false},
+		{"syncer, IfMatch", syncer, func() driver.PutOptions { return syncer.opts }, sink.PutOptions{Defer: true, IfMatch: "e"}, false},
+		{"syncer, not deferred", syncer, func() driver.PutOptions { return syncer.opts }, sink.PutOptions{}, false},
+	} {
+		b := sink.New(tc.d)
+		if _, err := b.PutBytes(ctx, "k", []byte("x"), tc.opts); err != nil {
+			t.Fatal(err)
+		}
+		if got := tc.last().Defer; got != tc.want {
+			t.Errorf("%s: the driver got Defer %v, want %v", tc.name, got, tc.want)
+		}
+		if err := b.Sync(ctx); err != nil {
+			t.Errorf("%s: Sync: %v", tc.name, err)
+		}
+	}
+	if syncer.syncs != 4 {
+		t.Errorf("the Syncer was synced %d times, want 4", syncer.syncs)
 	}
 }

@@ -45,6 +45,12 @@ type PutOptions struct {
 	IfNoneMatch bool
 	// IfMatch: store only if the object at the key has this ETag.
 	IfMatch string
+	// Defer lets an unconditional Put return before the object is durable:
+	// it is visible, whole, as after any Put, and survives a crash of the
+	// machine once a later Sync returns nil (Syncer). A driver that is not
+	// a Syncer never sees it set (sink.Bucket clears it); a Syncer ignores
+	// it on a conditional Put, which is always durable when it returns.
+	Defer bool
 }
 
 // MaxConditionalSize bounds the body of a conditional Put (a manifest or a
@@ -63,6 +69,19 @@ const MaxConditionalSize = 5 << 20
 // sink.Bucket then copies the file with Put.
 type FilePutter interface {
 	PutFile(ctx context.Context, key, path string, size int64, opts PutOptions) (Attrs, error)
+}
+
+// Syncer is implemented by a driver that can batch the durability of its
+// unconditional Puts (a folder: one round of fsyncs for many files rather
+// than three or four fsyncs per file). Sync makes durable every object
+// that a Put with PutOptions.Defer stored before Sync was called: once it
+// returns nil they survive a crash of the machine. An object deleted or
+// replaced meanwhile needs nothing. When Sync fails, what it did not make
+// durable stays pending: a later Sync tries again. Safe for concurrent
+// use with Puts; a Put that returns during a Sync may be left for the
+// next one.
+type Syncer interface {
+	Sync(ctx context.Context) error
 }
 
 // Bucket is a flat namespace of immutable-until-replaced objects under

@@ -65,6 +65,7 @@ func RunHooks(t *testing.T, open func(t *testing.T) driver.Bucket, h Hooks) {
 		{"Large", testLarge},
 		{"Empty", testEmpty},
 		{"PutFile", testPutFile},
+		{"DeferredPut", testDeferredPut},
 		{"CancelledPut", testCancelledPut},
 		{"FailingBody", testFailingBody},
 		{"RefusedPut", testRefusedPut},

@@ -1,0 +1,179 @@
+package filesink
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/reportjob/reportjob/internal/sink"
+)
+
+// syncLog records the driver's fsyncs (paths relative to the sink's
+// folder) and syncfs calls, and makes syncfs answer fsErr (nil: the real
+// one).
+type syncLog struct {
+	mu      sync.Mutex
+	dir     string
+	fsyncs  []string
+	syncfs  int
+	fsErr   error
+	realErr error
+}
+
+func recordSyncs(t *testing.T, s *Sink) *syncLog {
+	t.Helper()
+	l := &syncLog{dir: s.Dir()}
+	oldFile, oldFS := syncFile, syncFilesystem
+	syncFile = func(f *os.File) error {
+		l.mu.Lock()
+		name := f.Name()
+		if rel, err := filepath.Rel(l.dir, name); err == nil && !strings.HasPrefix(rel, "..") {
+			name = filepath.ToSlash(rel)
+		}
+		l.fsyncs = append(l.fsyncs, name)
+		l.mu.Unlock()
+		return oldFile(f)
+	}
+	syncFilesystem = func(f *os.File) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.syncfs++
+		if l.fsErr != nil {
+			return l.fsErr
+		}
+		return oldFS(f)
+	}
+	t.Cleanup(func() { syncFile, syncFilesystem = oldFile, oldFS })
+	return l
+}
+
+// take returns the fsyncs recorded since the last take, sorted, without
+// those of the temporary folder.
+func (l *syncLog) take() (fsyncs []string, syncfs int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, n := range l.fsyncs {
+		if !strings.HasPrefix(n, reservedPrefix) {
+			fsyncs = append(fsyncs, n)
+		}
+	}
+	slices.Sort(fsyncs)
+	fsyncs, syncfs = slices.Compact(fsyncs), l.syncfs
+	l.fsyncs, l.syncfs = nil, 0
+	return fsyncs, syncfs
+}
+
+func TestDeferredPutsSync(t *testing.T) {
+	ctx := context.Background()
+	keys := []string{"a/b/one.csv", "a/b/two.csv", "a/c/three.csv", "top.csv"}
+	for _, tc := range []struct {
+		name   string
+		fsErr  error
+		fsyncs []string // what Sync fsyncs
+	}{
+		// One syncfs, no fsync.
+		{name: "syncfs"},
+		// No syncfs: every file, then every folder on the way, once.
+		{name: "fallback", fsErr: errors.ErrUnsupported,
+			fsyncs: []string{".", "a", "a/b", "a/b/one.csv", "a/b/two.csv", "a/c", "a/c/three.csv", "top.csv"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSink(t)
+			b := sink.New(s)
+			l := recordSyncs(t, s)
+			l.fsErr = tc.fsErr
+			for _, k := range keys {
+				if _, err := b.PutBytes(ctx, k, []byte(k), sink.PutOptions{Defer: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, n := l.take(); len(got) != 0 || n != 0 {
+				t.Fatalf("deferred Puts fsynced %q, syncfs %d times; want nothing before Sync", got, n)
+			}
+			for _, k := range keys { // visible before Sync
+				if got, _, err := b.ReadAll(ctx, k, 100); err != nil || string(got) != k {
+					t.Fatalf("read %s before Sync: %q, %v", k, got, err)
+				}
+			}
+			if err := b.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, n := l.take()
+			if n != 1 || !slices.Equal(got, tc.fsyncs) {
+				t.Errorf("Sync: syncfs %d times, fsyncs %q; want once and %q", n, got, tc.fsyncs)
+			}
+			if err := b.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got, n := l.take(); len(got) != 0 || n != 0 {
+				t.Errorf("a second Sync with nothing pending: fsyncs %q, syncfs %d", got, n)
+			}
+		})
+	}
+}
+
+func TestSyncFailureKeepsPending(t *testing.T) {
+	ctx := context.Background()
+	s := newSink(t)
+	b := sink.New(s)
+	l := recordSyncs(t, s)
+	for _, k := range []string{"x/1.csv", "x/2.csv", "gone/3.csv"} {
+		if _, err := b.PutBytes(ctx, k, []byte("v"), sink.PutOptions{Defer: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	broken := errors.New("EIO on write-back")
+	l.fsErr = broken
+	if err := b.Sync(ctx); !errors.Is(err, broken) {
+		t.Fatalf("Sync = %v, want %v", err, broken)
+	}
+	// The next Sync syncs them all again; a deleted one (and its pruned
+	// folder) needs nothing.
+	if err := b.Delete(ctx, "gone/3.csv"); err != nil {
+		t.Fatal(err)
+	}
+	l.take()
+	l.fsErr = errors.ErrUnsupported
+	if err := b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := l.take()
+	if want := []string{".", "x", "x/1.csv", "x/2.csv"}; !slices.Equal(got, want) {
+		t.Errorf("Sync after a failed one fsynced %q, want %q", got, want)
+	}
+}
+
+func TestDurablePutsAfterDeferredOnes(t *testing.T) {
+	ctx := context.Background()
+	s := newSink(t)
+	b := sink.New(s)
+	l := recordSyncs(t, s)
+	// Without deferred Puts: the file and its folder (the folders exist).
+	put(t, s, "m/n/first.json", "1")
+	l.take()
+	put(t, s, "m/n/second.json", "2")
+	if got, _ := l.take(); !slices.Equal(got, []string{"m/n"}) {
+		t.Errorf("a durable Put fsynced %q, want its folder only (and its temporary file)", got)
+	}
+	// A deferred Put creates p/q, not durable in p until Sync: a durable
+	// Put into p/q must make the whole path durable itself.
+	if _, err := b.PutBytes(ctx, "p/q/deferred.csv", []byte("d"), sink.PutOptions{Defer: true}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, "p/q/durable.json", "x")
+	if got, _ := l.take(); !slices.Equal(got, []string{".", "p", "p/q"}) {
+		t.Errorf("a durable Put after a deferred one fsynced %q, want every folder of its key", got)
+	}
+	// Defer on a conditional Put is ignored: durable when it returns.
+	if _, err := b.PutBytes(ctx, "p/q/manifest.json", []byte("m"), sink.PutOptions{Defer: true, IfNoneMatch: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := l.take(); !slices.Equal(got, []string{".", "p", "p/q"}) {
+		t.Errorf("a conditional Put with Defer fsynced %q, want every folder of its key", got)
+	}
+}
