@@ -837,6 +837,20 @@ func utf8FontID(def fontDefType, ttf [sha256.Size]byte) string {
 	return id
 }
 
+// utf8CMaps holds, by the sha256 of the TrueType bytes, the dictionaries
+// generateCMAP makes from the font's Unicode cmap: glyph -> runes and
+// rune -> glyph. Shared by every document, never written after they are
+// stored: GenerateCutFont only reads them (parseSymbols), and replaces
+// the document's charSymbolDictionary, never writes into it. [reportjob
+// patch: each document's subset cut made them again, 65536 entries a
+// font.]
+var utf8CMaps sync.Map // [sha256.Size]byte -> *cmapDictionaries
+
+type cmapDictionaries struct {
+	symbolChar map[int][]int
+	charSymbol map[int]int
+}
+
 // utf8Parsed holds, by the sha256 of the TrueType bytes, the font
 // parseFile parsed from them, for its metrics (Ascent ... CharWidths):
 // shared by every document, never written after the parse. [reportjob

@@ -2026,7 +2026,7 @@ func makeSubsetRange(end int) map[int]int {
 //
 // zFileBytes contain all bytes of Z file.
 func (f *Fpdf) AddFontFromBytes(familyStr, styleStr string, jsonFileBytes, zFileBytes []byte) {
-	f.addFontFromBytes(fontFamilyEscape(familyStr), styleStr, jsonFileBytes, zFileBytes, nil)
+	f.addFontFromBytes(fontFamilyEscape(familyStr), styleStr, jsonFileBytes, zFileBytes, nil, nil)
 }
 
 // AddUTF8FontFromBytes  imports a TrueType font with utf-8 symbols from static
@@ -2045,10 +2045,20 @@ func (f *Fpdf) AddFontFromBytes(familyStr, styleStr string, jsonFileBytes, zFile
 //
 // zFileBytes contain all bytes of Z file.
 func (f *Fpdf) AddUTF8FontFromBytes(familyStr, styleStr string, utf8Bytes []byte) {
-	f.addFontFromBytes(fontFamilyEscape(familyStr), styleStr, nil, nil, utf8Bytes)
+	f.addFontFromBytes(fontFamilyEscape(familyStr), styleStr, nil, nil, utf8Bytes, nil)
 }
 
-func (f *Fpdf) addFontFromBytes(familyStr, styleStr string, jsonFileBytes, zFileBytes, utf8Bytes []byte) {
+// AddUTF8FontFromBytesSum is AddUTF8FontFromBytes for TrueType bytes
+// whose sha256, sum, the caller computed once: it must be
+// sha256.Sum256(utf8Bytes). [reportjob patch: hashing the TTF bytes of
+// each font again for each document cost a tenth of a statement's CPU.]
+func (f *Fpdf) AddUTF8FontFromBytesSum(familyStr, styleStr string, utf8Bytes []byte, sum [sha256.Size]byte) {
+	f.addFontFromBytes(fontFamilyEscape(familyStr), styleStr, nil, nil, utf8Bytes, &sum)
+}
+
+// addFontFromBytes adds a font; for a UTF-8 font, ttfSum is the sha256 of
+// utf8Bytes when the caller has it (nil: computed here).
+func (f *Fpdf) addFontFromBytes(familyStr, styleStr string, jsonFileBytes, zFileBytes, utf8Bytes []byte, ttfSum *[sha256.Size]byte) {
 	if f.err != nil {
 		return
 	}
@@ -2073,7 +2083,12 @@ func (f *Fpdf) addFontFromBytes(familyStr, styleStr string, jsonFileBytes, zFile
 		// once per TTF bytes, shared, read-only); the document's own
 		// utf8FontFile, which cuts the subset (GenerateCutFont reads the
 		// font afresh and sets every field putfonts uses), is not parsed.
-		sum := sha256.Sum256(utf8Bytes)
+		var sum [sha256.Size]byte
+		if ttfSum != nil {
+			sum = *ttfSum
+		} else {
+			sum = sha256.Sum256(utf8Bytes)
+		}
 		utf8File, err := parsedUTF8Font(sum, utf8Bytes)
 		if err != nil {
 			fmt.Printf("get metrics Error: %e\n", err)
@@ -2103,7 +2118,7 @@ func (f *Fpdf) addFontFromBytes(familyStr, styleStr string, jsonFileBytes, zFile
 			Up:        int(round(utf8File.UnderlinePosition)),
 			Ut:        round(utf8File.UnderlineThickness),
 			Cw:        utf8File.CharWidths,
-			utf8File:  newUTF8Font(&fileReader{readerPosition: 0, array: utf8Bytes}), // [reportjob patch] was utf8File
+			utf8File:  newUTF8FontSum(&fileReader{readerPosition: 0, array: utf8Bytes}, sum), // [reportjob patch] was utf8File
 			usedRunes: sbarr,
 		}
 		def.i = utf8FontID(def, sum) // [reportjob patch] was generateFontID(def)

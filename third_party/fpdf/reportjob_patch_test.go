@@ -6,10 +6,12 @@ package fpdf
 import (
 	"bytes"
 	"compress/zlib"
+	"crypto/sha256"
 	"math/rand"
 	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/image/font/gofont/gobold"
 	"golang.org/x/image/font/gofont/goregular"
@@ -122,5 +124,64 @@ func TestUTF8FontID(t *testing.T) {
 	}
 	if id("go", gobold.TTF) == ids[0] {
 		t.Error("other bytes under the same font key, the same id")
+	}
+}
+
+// renderWith renders a small document with the UTF-8 fonts added by add,
+// and returns its bytes.
+func renderWith(t *testing.T, text string, add func(f *Fpdf, family, style string, ttf []byte)) []byte {
+	t.Helper()
+	f := New("P", "mm", "A4", "")
+	add(f, "go", "", bytes.Clone(goregular.TTF))
+	add(f, "go", "B", bytes.Clone(gobold.TTF))
+	f.SetCatalogSort(true)
+	f.SetCompression(true)
+	f.SetCreationDate(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	f.SetModificationDate(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	f.AddPage()
+	f.SetFont("go", "", 11)
+	f.Cell(100, 8, text)
+	f.SetFont("go", "B", 11)
+	f.Cell(100, 8, "Σύνολο "+text)
+	var buf bytes.Buffer
+	if err := f.Output(&buf); err != nil {
+		t.Error(err) // not Fatal: called from goroutines
+	}
+	return buf.Bytes()
+}
+
+// TestUTF8FontSumAndCMaps: a document whose fonts are added with their
+// sum (AddUTF8FontFromBytesSum), and whose subset cuts read the memoized
+// cmap dictionaries (utf8CMaps), has the bytes of one made the upstream
+// way, for texts whose subsets differ, concurrently.
+func TestUTF8FontSumAndCMaps(t *testing.T) {
+	sums := map[string][sha256.Size]byte{"": sha256.Sum256(goregular.TTF), "B": sha256.Sum256(gobold.TTF)}
+	upstream := func(f *Fpdf, family, style string, ttf []byte) {
+		// No sum: no cmap memo either (utf8File.sum is set from it).
+		f.addFontFromBytes(fontFamilyEscape(family), style, nil, nil, ttf, nil)
+		for _, def := range f.fonts {
+			def.utf8File.sum = nil
+		}
+	}
+	withSum := func(f *Fpdf, family, style string, ttf []byte) {
+		f.AddUTF8FontFromBytesSum(family, style, ttf, sums[style])
+	}
+	texts := []string{"Agence Étoile 1 234,56 €", "Ivan Petrov — Київ", "plain ascii 0123456789", "ÆØÅ æøå ßẞ"}
+	var wg sync.WaitGroup
+	for _, text := range texts {
+		for i := 0; i < 3; i++ {
+			wg.Add(1)
+			go func(text string) {
+				defer wg.Done()
+				want := renderWith(t, text, upstream)
+				if got := renderWith(t, text, withSum); !bytes.Equal(got, want) {
+					t.Errorf("%q: %d bytes with the sum and memoized cmaps, %d without: they differ", text, len(got), len(want))
+				}
+			}(text)
+		}
+	}
+	wg.Wait()
+	if _, ok := utf8CMaps.Load(sums[""]); !ok {
+		t.Error("the regular font's cmap dictionaries were not memoized")
 	}
 }

@@ -22,6 +22,7 @@ package fpdf
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -59,6 +60,9 @@ type utf8FontFile struct {
 	DefaultWidth         float64
 	symbolData           map[int]map[string][]int
 	CodeSymbolDictionary map[int]int
+	// sum is the sha256 of the font's bytes, when known: generateCMAP
+	// then reads its dictionaries from utf8CMaps. [reportjob patch]
+	sum *[sha256.Size]byte
 }
 
 type tableDescription struct {
@@ -95,6 +99,14 @@ func newUTF8Font(reader *fileReader) *utf8FontFile {
 		fileReader: reader,
 	}
 	return &utf
+}
+
+// newUTF8FontSum is newUTF8Font of the font whose bytes have sha256 sum.
+// [reportjob patch]
+func newUTF8FontSum(reader *fileReader, sum [sha256.Size]byte) *utf8FontFile {
+	utf := newUTF8Font(reader)
+	utf.sum = &sum
+	return utf
 }
 
 func (utf *utf8FontFile) parseFile() error {
@@ -523,11 +535,23 @@ func (utf *utf8FontFile) generateCMAP() map[int][]int {
 		return nil
 	}
 
+	// [reportjob patch] The dictionaries depend on the font's bytes
+	// alone: made once per font (utf8CMaps), then shared read-only.
+	if utf.sum != nil {
+		if m, ok := utf8CMaps.Load(*utf.sum); ok {
+			cm := m.(*cmapDictionaries)
+			utf.charSymbolDictionary = cm.charSymbol
+			return cm.symbolChar
+		}
+	}
 	symbolCharDictionary := make(map[int][]int)
 	charSymbolDictionary := make(map[int]int)
 	utf.generateSCCSDictionaries(runeCmapPosition, symbolCharDictionary, charSymbolDictionary)
 
 	utf.charSymbolDictionary = charSymbolDictionary
+	if utf.sum != nil {
+		utf8CMaps.Store(*utf.sum, &cmapDictionaries{symbolChar: symbolCharDictionary, charSymbol: charSymbolDictionary})
+	}
 
 	return symbolCharDictionary
 }

@@ -1,6 +1,7 @@
 package pdf
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"strings"
 	"sync"
@@ -28,10 +29,11 @@ const (
 var fontFiles = []struct {
 	family, style string
 	ttf           []byte
+	sum           [sha256.Size]byte // of ttf, for fpdf's per-font memos
 }{
-	{familySans, "", goregular.TTF},
-	{familySans, "B", gobold.TTF},
-	{familyMono, "", gomono.TTF},
+	{familySans, "", goregular.TTF, sha256.Sum256(goregular.TTF)},
+	{familySans, "B", gobold.TTF, sha256.Sum256(gobold.TTF)},
+	{familyMono, "", gomono.TTF, sha256.Sum256(gomono.TTF)},
 }
 
 // glyphSet is the set of runes every embedded font has a glyph for.
