@@ -4375,10 +4375,12 @@ func (f *Fpdf) putfonts() {
 				fontName := "utf8" + font.Name
 				usedRunes := font.usedRunes
 				delete(usedRunes, 0)
-				utf8FontStream := font.utf8File.GenerateCutFont(usedRunes)
-				utf8FontSize := len(utf8FontStream)
-				CodeSignDictionary := font.utf8File.CodeSymbolDictionary
-				delete(CodeSignDictionary, 0)
+				// [reportjob patch] What follows from the font and the
+				// used runes alone (the subset, its widths, its
+				// CIDToGIDMap, compressed) is made by cutUTF8Subset, or
+				// taken from utf8Subsets when a document used the same
+				// runes of the same font.
+				sub := f.utf8Subset(&font, usedRunes)
 
 				f.newobj()
 				f.out(fmt.Sprintf("<</Type /Font\n/Subtype /Type0\n/BaseFont /%s\n/Encoding /Identity-H\n/DescendantFonts [%d 0 R]\n/ToUnicode %d 0 R>>\n"+"endobj", fontName, f.n+1, f.n+2))
@@ -4389,7 +4391,7 @@ func (f *Fpdf) putfonts() {
 				if font.Desc.MissingWidth != 0 {
 					f.out("/DW " + strconv.Itoa(font.Desc.MissingWidth))
 				}
-				f.generateCIDFontMap(&font, font.utf8File.LastRune)
+				f.out(sub.widths)
 				f.out("/CIDToGIDMap " + strconv.Itoa(f.n+4) + " 0 R>>")
 				f.out("endobj")
 
@@ -4424,32 +4426,19 @@ func (f *Fpdf) putfonts() {
 				f.out("endobj")
 
 				// Embed CIDToGIDMap
-				cidToGidMap := make([]byte, 256*256*2)
-
-				for cc, glyph := range CodeSignDictionary {
-					cidToGidMap[cc*2] = byte(glyph >> 8)
-					cidToGidMap[cc*2+1] = byte(glyph & 0xFF)
-				}
-
-				mem := xmem.compress(cidToGidMap)
-				cidToGidMap = mem.bytes()
 				f.newobj()
-				f.out("<</Length " + strconv.Itoa(len(cidToGidMap)) + "/Filter /FlateDecode>>")
-				f.putstream(cidToGidMap)
+				f.out("<</Length " + strconv.Itoa(len(sub.cidToGidMap)) + "/Filter /FlateDecode>>")
+				f.putstream(sub.cidToGidMap)
 				f.out("endobj")
-				mem.release()
 
 				//Font file
-				mem = xmem.compress(utf8FontStream)
-				compressedFontStream := mem.bytes()
 				f.newobj()
-				f.out("<</Length " + strconv.Itoa(len(compressedFontStream)))
+				f.out("<</Length " + strconv.Itoa(len(sub.fontStream)))
 				f.out("/Filter /FlateDecode")
-				f.out("/Length1 " + strconv.Itoa(utf8FontSize))
+				f.out("/Length1 " + strconv.Itoa(sub.fontSize))
 				f.out(">>")
-				f.putstream(compressedFontStream)
+				f.putstream(sub.fontStream)
 				f.out("endobj")
-				mem.release()
 			default:
 				f.err = fmt.Errorf("unsupported font type: %s", tp)
 				return
@@ -4458,7 +4447,14 @@ func (f *Fpdf) putfonts() {
 	}
 }
 
+// generateCIDFontMap writes the /W entry of font (cidWidths).
 func (f *Fpdf) generateCIDFontMap(font *fontDefType, LastRune int) {
+	f.out(cidWidths(font, LastRune))
+}
+
+// cidWidths returns the /W entry of font, whose used runes go up to
+// LastRune. [reportjob patch: was generateCIDFontMap, which wrote it.]
+func cidWidths(font *fontDefType, LastRune int) string {
 	rangeID := 0
 	cidArray := make(map[int]*untypedKeyMap)
 	cidArrayKeys := make([]int, 0)
@@ -4572,7 +4568,7 @@ func (f *Fpdf) generateCIDFontMap(font *fontDefType, LastRune int) {
 			w.printf(" %d [ %s ]\n", k, implode(" ", ws.valueSet))
 		}
 	}
-	f.out("/W [" + w.String() + " ]")
+	return "/W [" + w.String() + " ]"
 }
 
 func implode(sep string, arr []int) string {

@@ -166,7 +166,9 @@ func TestUTF8FontSumAndCMaps(t *testing.T) {
 	withSum := func(f *Fpdf, family, style string, ttf []byte) {
 		f.AddUTF8FontFromBytesSum(family, style, ttf, sums[style])
 	}
-	texts := []string{"Agence Étoile 1 234,56 €", "Ivan Petrov — Київ", "plain ascii 0123456789", "ÆØÅ æøå ßẞ"}
+	// The second text has the runes of the first: its subsets are taken
+	// from utf8Subsets.
+	texts := []string{"Ivan Petrov — Київ", "Київ — Petrov Ivan", "Agence Étoile 1 234,56 €", "plain ascii 0123456789", "ÆØÅ æøå ßẞ"}
 	var wg sync.WaitGroup
 	for _, text := range texts {
 		for i := 0; i < 3; i++ {
@@ -183,5 +185,15 @@ func TestUTF8FontSumAndCMaps(t *testing.T) {
 	wg.Wait()
 	if _, ok := utf8CMaps.Load(sums[""]); !ok {
 		t.Error("the regular font's cmap dictionaries were not memoized")
+	}
+	// The subsets kept are bounded.
+	for i := 0; i < utf8SubsetCap+10; i++ {
+		renderWith(t, string(rune(0x400+i)), withSum)
+	}
+	utf8Subsets.mu.Lock()
+	n, order := len(utf8Subsets.m), len(utf8Subsets.order)
+	utf8Subsets.mu.Unlock()
+	if n != utf8SubsetCap || order != n {
+		t.Errorf("%d subsets kept (%d in order), want %d", n, order, utf8SubsetCap)
 	}
 }

@@ -1,0 +1,118 @@
+package fpdf
+
+// [reportjob patch] The subsets of the UTF-8 fonts, memoized.
+//
+// putfonts embeds, for each UTF-8 font of a document, the subset of the
+// glyphs the document used: the cut font, its /W widths and its
+// CIDToGIDMap, the two streams compressed. All of it follows from the
+// font's bytes and the document's used runes alone (GenerateCutFont reads
+// the font afresh; cidWidths reads the font definition's widths, which
+// the bytes give), and it was most of a statement's CPU. Documents that
+// use the same runes of the same font (a statement's labels and digits in
+// the bold and mono fonts; a name in the regular one changes its runes)
+// get it from utf8Subsets, the same bytes. Only fonts added with their
+// sha256 (AddUTF8FontFromBytes and AddUTF8FontFromBytesSum both set it)
+// are memoized.
+
+import (
+	"encoding/binary"
+	"sort"
+	"sync"
+)
+
+// utf8SubsetCap bounds the subsets kept: each is about the size of its
+// compressed streams (tens of KB).
+const utf8SubsetCap = 64
+
+// utf8Subset is what putfonts embeds of one UTF-8 font for one set of
+// used runes. Read-only once made.
+type utf8Subset struct {
+	widths      string // the /W entry
+	cidToGidMap []byte // compressed
+	fontStream  []byte // the cut font, compressed
+	fontSize    int    // the cut font's length, uncompressed
+}
+
+// subsetCache is a bounded map of subsets; the oldest goes first.
+type subsetCache struct {
+	mu    sync.Mutex
+	m     map[string]*utf8Subset
+	order []string
+}
+
+var utf8Subsets = &subsetCache{m: map[string]*utf8Subset{}}
+
+func (c *subsetCache) get(key string) *utf8Subset {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[key]
+}
+
+func (c *subsetCache) put(key string, s *utf8Subset) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; ok {
+		return
+	}
+	if len(c.order) == utf8SubsetCap {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.m[key] = s
+	c.order = append(c.order, key)
+}
+
+// subsetKey is the font's sha256 and its used runes (each key and value
+// of usedRunes, in key order): what the subset is a function of.
+func subsetKey(sum *[32]byte, usedRunes map[int]int) string {
+	keys := make([]int, 0, len(usedRunes))
+	for k := range usedRunes {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	b := make([]byte, 0, len(sum)+len(keys)*4)
+	b = append(b, sum[:]...)
+	for _, k := range keys {
+		b = binary.AppendVarint(b, int64(k))
+		b = binary.AppendVarint(b, int64(usedRunes[k]))
+	}
+	return string(b)
+}
+
+// utf8Subset returns the subset of font for usedRunes (rune 0 already
+// deleted), made by cutUTF8Subset or memoized.
+func (f *Fpdf) utf8Subset(font *fontDefType, usedRunes map[int]int) *utf8Subset {
+	if font.utf8File.sum == nil {
+		return f.cutUTF8Subset(font, usedRunes)
+	}
+	key := subsetKey(font.utf8File.sum, usedRunes)
+	if s := utf8Subsets.get(key); s != nil {
+		return s
+	}
+	s := f.cutUTF8Subset(font, usedRunes)
+	utf8Subsets.put(key, s)
+	return s
+}
+
+// cutUTF8Subset makes the subset of font for usedRunes, as upstream's
+// putfonts did in place.
+func (f *Fpdf) cutUTF8Subset(font *fontDefType, usedRunes map[int]int) *utf8Subset {
+	utf8FontStream := font.utf8File.GenerateCutFont(usedRunes)
+	CodeSignDictionary := font.utf8File.CodeSymbolDictionary
+	delete(CodeSignDictionary, 0)
+	s := &utf8Subset{widths: cidWidths(font, font.utf8File.LastRune), fontSize: len(utf8FontStream)}
+
+	cidToGidMap := make([]byte, 256*256*2)
+	for cc, glyph := range CodeSignDictionary {
+		cidToGidMap[cc*2] = byte(glyph >> 8)
+		cidToGidMap[cc*2+1] = byte(glyph & 0xFF)
+	}
+	mem := xmem.compress(cidToGidMap)
+	s.cidToGidMap = append([]byte(nil), mem.bytes()...)
+	mem.release()
+
+	mem = xmem.compress(utf8FontStream)
+	s.fontStream = append([]byte(nil), mem.bytes()...)
+	mem.release()
+	return s
+}
