@@ -134,21 +134,36 @@ func (c *Closer) finishCleanup(ctx context.Context, cur *current) error {
 	return c.cleanup(ctx, cur, false)
 }
 
+// unlisted returns the objects under the month's statements and month
+// manifest prefixes that man does not list: neither its files, parts and
+// replaced keys (Manifest.Keys) nor the manifest itself nor an intent
+// (whose cleanup is the month's publication's). Sorted.
+func (c *Closer) unlisted(ctx context.Context, man *Manifest) ([]string, error) {
+	m := man.Month
+	keep := man.Keys()
+	var out []string
+	for _, prefix := range []string{report.StatementsPrefix(m), report.MonthManifestPrefix(m)} {
+		objs, err := c.bucket().List(ctx, prefix)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			if !keep[o.Key] && o.Key != report.MonthManifestKey(m) && !report.IsIntentKey(o.Key) {
+				out = append(out, o.Key)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // cleanup deletes what cur.m does not list (see above), then the intents.
 func (c *Closer) cleanup(ctx context.Context, cur *current, always bool) error {
 	m, man := cur.month, cur.m
 	keep := man.Keys()
-	var del []string
-	for _, prefix := range []string{report.StatementsPrefix(m), report.MonthManifestPrefix(m)} {
-		objs, err := c.bucket().List(ctx, prefix)
-		if err != nil {
-			return fmt.Errorf("clean the statements of %s: %w", m, err)
-		}
-		for _, o := range objs {
-			if !keep[o.Key] && o.Key != report.MonthManifestKey(m) && !report.IsIntentKey(o.Key) {
-				del = append(del, o.Key)
-			}
-		}
+	del, err := c.unlisted(ctx, man)
+	if err != nil {
+		return fmt.Errorf("clean the statements of %s: %w", m, err)
 	}
 	if !always && len(cur.intents) == 0 && len(del) == 0 {
 		return nil

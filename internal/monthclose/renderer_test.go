@@ -1,13 +1,16 @@
 package monthclose_test
 
 import (
+	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/sink"
 	"github.com/reportjob/reportjob/internal/statement"
 )
 
@@ -79,5 +82,52 @@ func TestVerifyFinalMonthAfterRendererChange(t *testing.T) {
 	}
 	if checks, err := f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, false); err != nil || checks[0].Differs() {
 		t.Fatalf("verify after the restore: %v %+v", err, checks)
+	}
+}
+
+// An object under a final month's prefixes that its manifest does not
+// list (a copy someone left, a file of an interrupted publication whose
+// intent is gone): verify reports it, and --repair deletes it, the
+// month's manifest and listed objects untouched; verify is then clean.
+// Before, --repair left it, and every verify reported it again.
+func TestRepairDeletesUnlistedFromFinalMonth(t *testing.T) {
+	f := newFixture(t)
+	manifest := f.january()
+	listed := f.keys(report.StatementsPrefix("2026-01"))
+	stray := []string{
+		report.StatementsPrefix("2026-01") + "statements-0123456789abcdef.csv",
+		report.MonthManifestPrefix("2026-01") + "files-0123456789abcdef.json",
+	}
+	for _, k := range stray {
+		if _, err := f.b.PutBytes(f.ctx, k, []byte("stray"), sink.PutOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checks, err := f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, false)
+	if err != nil || len(checks) != 1 || checks[0].Status != "final" {
+		t.Fatalf("verify: %v %+v", err, checks)
+	}
+	for _, k := range stray {
+		if p := strings.Join(checks[0].Problems, "; "); !strings.Contains(p, k+": not listed by the month manifest") {
+			t.Errorf("problems %q, want %s unlisted", p, k)
+		}
+	}
+	checks, err = f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, true)
+	if err != nil || !strings.Contains(checks[0].Repaired, "2 unlisted object(s) deleted") {
+		t.Fatalf("verify --repair: %v %+v, want 2 unlisted objects deleted", err, checks)
+	}
+	for _, k := range stray {
+		if _, err := f.b.Stat(f.ctx, k); !errors.Is(err, sink.ErrNotFound) {
+			t.Errorf("%s after --repair: %v, want it deleted", k, err)
+		}
+	}
+	if got := f.keys(report.StatementsPrefix("2026-01")); !slices.Equal(got, listed) {
+		t.Errorf("the month's objects after --repair: %q, want %q", got, listed)
+	}
+	if got := f.raw(report.MonthManifestKey("2026-01")); got != manifest {
+		t.Error("the final month's manifest changed")
+	}
+	if checks, err := f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, false); err != nil || checks[0].Differs() {
+		t.Fatalf("verify after --repair: %v %+v", err, checks)
 	}
 }

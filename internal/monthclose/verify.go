@@ -103,18 +103,14 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 		file.Close()
 		removeFiles([]encode.File{{Path: file.Name()}})
 	}
-	keep := man.Keys()
-	for _, prefix := range []string{report.StatementsPrefix(m), report.MonthManifestPrefix(m)} {
-		objs, err := c.bucket().List(ctx, prefix)
-		if err != nil {
-			return mc, err
-		}
-		for _, o := range objs {
-			if !keep[o.Key] && o.Key != report.MonthManifestKey(m) && !report.IsIntentKey(o.Key) {
-				mc.Problems = append(mc.Problems, o.Key+": not listed by the month manifest")
-			}
-		}
+	stray, err := c.unlisted(ctx, man)
+	if err != nil {
+		return mc, err
 	}
+	for _, k := range stray {
+		mc.Problems = append(mc.Problems, k+": not listed by the month manifest")
+	}
+	keep := man.Keys()
 	// The periods: restated since the statement was built?
 	restated := false
 	for _, pe := range man.Periods {
@@ -226,7 +222,17 @@ func (c *Closer) repair(ctx context.Context, rec Record, checks []MonthCheck) er
 		if err != nil {
 			return err
 		}
-		mc.Repaired = fmt.Sprintf("restatements queued for booking; %d object(s) restored", n)
+		// What the final manifest does not list is no part of the
+		// month's statements, which never change: a reader that globs
+		// the month must not see it.
+		stray, err := c.unlisted(ctx, cur.m)
+		if err != nil {
+			return err
+		}
+		if err := c.deleteAll(ctx, stray); err != nil {
+			return fmt.Errorf("delete the objects the final manifest of %s does not list: %w", mc.Month, err)
+		}
+		mc.Repaired = fmt.Sprintf("restatements queued for booking; %d object(s) restored; %d unlisted object(s) deleted", n, len(stray))
 		if len(lost) > 0 {
 			mc.NotRepairable = fmt.Sprintf("%d lost or corrupt object(s) cannot be rebuilt with the bytes the final manifest lists (%s): "+
 				"restore them from a copy, or with the reportjob that wrote them (tool_version %q)",
