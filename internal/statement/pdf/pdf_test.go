@@ -323,6 +323,31 @@ func BenchmarkRenderDay(b *testing.B) {
 	benchmarkRender(b, s)
 }
 
+// BenchmarkRenderDayNewRunes is BenchmarkRenderDay for agencies whose
+// ids each bring runes no other statement of the run has (a Greek and a
+// Cyrillic letter): the fonts that print the id cut and compress a
+// subset of their own every time (fpdf's subset memo misses), the worst
+// case. BenchmarkRenderDay renders one agency again and again: every
+// subset is memoized after the first statement.
+func BenchmarkRenderDayNewRunes(b *testing.B) {
+	s := realistic(b, idLatin)
+	s.Days, s.Periods, s.Adjustments = s.Days[:3], s.Periods[:24], nil
+	var size int
+	cpu := testenv.ProcessCPU()
+	i := 0
+	for b.Loop() {
+		s.AgencyID = string(rune(0x3B1+i%24)) + string(rune(0x430+(i/24)%32)) + "-agence"
+		i++
+		var buf bytes.Buffer
+		if err := Render(&buf, s); err != nil {
+			b.Fatal(err)
+		}
+		size = buf.Len()
+	}
+	b.ReportMetric(float64(size), "bytes/pdf")
+	b.ReportMetric(float64(testenv.ProcessCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+}
+
 // benchmarkRender renders s b.N times; besides ns/op it reports the
 // process's CPU time per PDF (cpu-ms/op, the garbage collector's included).
 func benchmarkRender(b *testing.B, s *statement.Agency) {
