@@ -38,19 +38,17 @@ func syncFS(f *os.File) error {
 
 // syncfsSince is, for each file system whose syncfs(2) is trusted, the
 // first Linux release whose syncfs reports the write-back errors of its
-// files (5.8 tracks them per file system; overlayfs passes its upper
-// layer's on from 5.15). Before that, syncfs returns 0 after a failed
-// write-back: a deferred file lost to an I/O error would go unseen, and
-// its manifest be written. Elsewhere (FUSE, SMB, NFS, ZFS, ...) syncfs
-// may not reach the server or the disk as an fsync does: Sync fsyncs
-// each path there.
+// files (5.8 tracks them per file system). Before that, syncfs returns 0
+// after a failed write-back: a deferred file lost to an I/O error would
+// go unseen, and its manifest be written. Elsewhere (FUSE, SMB, NFS, ZFS,
+// overlayfs, ...) syncfs may not reach the server or the disk, or report
+// its errors, as an fsync does: Sync fsyncs each path there.
 var syncfsSince = map[uint32][2]int{
-	unix.EXT4_SUPER_MAGIC:      {5, 8}, // and ext2, ext3
-	unix.XFS_SUPER_MAGIC:       {5, 8},
-	unix.BTRFS_SUPER_MAGIC:     {5, 8},
-	unix.F2FS_SUPER_MAGIC:      {5, 8},
-	unix.TMPFS_MAGIC:           {5, 8},
-	unix.OVERLAYFS_SUPER_MAGIC: {5, 15},
+	unix.EXT4_SUPER_MAGIC:  {5, 8}, // and ext2, ext3
+	unix.XFS_SUPER_MAGIC:   {5, 8},
+	unix.BTRFS_SUPER_MAGIC: {5, 8},
+	unix.F2FS_SUPER_MAGIC:  {5, 8},
+	unix.TMPFS_MAGIC:       {5, 8},
 }
 
 // kernelRelease and fsMagic are what syncfsUsable looks at (a test fakes

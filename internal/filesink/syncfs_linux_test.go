@@ -51,7 +51,7 @@ func TestSyncWhereSyncfsIsNotTrusted(t *testing.T) {
 		{"Linux 4.18, xfs", "4.18.0-553.el8_10.x86_64", unix.XFS_SUPER_MAGIC},
 		{"FUSE", "6.8.0-45-generic", unix.FUSE_SUPER_MAGIC},
 		{"SMB", "6.8.0-45-generic", unix.SMB2_SUPER_MAGIC},
-		{"overlayfs before 5.15", "5.10.0-32-amd64", unix.OVERLAYFS_SUPER_MAGIC},
+		{"overlayfs", "6.8.0-45-generic", unix.OVERLAYFS_SUPER_MAGIC},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kernelRelease = func() string { return tc.release }
