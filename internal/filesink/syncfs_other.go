@@ -8,4 +8,7 @@ import (
 )
 
 // syncFS is Linux's syncfs(2); elsewhere Sync fsyncs each path.
-func syncFS(*os.File) error { return errors.ErrUnsupported }
+func syncFS(f *os.File) error { return syncfsUsable(f) }
+
+// syncfsUsable: syncfs(2) is Linux's.
+func syncfsUsable(*os.File) error { return errors.ErrUnsupported }
