@@ -103,7 +103,8 @@ func folders(key string) []string {
 // Sync implements driver.Syncer: it makes durable the files that deferred
 // Puts stored since the last Sync, and the folders on their paths (see
 // above). A file or folder gone meanwhile (deleted, its key replaced and
-// pruned) needs nothing. On error the keys stay pending.
+// pruned) needs nothing. On error they are forgotten all the same: a
+// later Sync could not tell whether they were written (driver.Syncer).
 func (s *Sink) Sync(ctx context.Context) error {
 	s.pendMu.Lock()
 	pending := s.pending
@@ -118,17 +119,7 @@ func (s *Sink) Sync(ctx context.Context) error {
 			err = s.syncPaths(ctx, pending)
 		}
 	}
-	if err != nil {
-		s.pendMu.Lock()
-		if s.pending == nil {
-			s.pending = pending
-		} else {
-			maps.Copy(s.pending, pending)
-		}
-		s.pendMu.Unlock()
-		return err
-	}
-	return nil
+	return err
 }
 
 // syncPaths fsyncs the files of pending, then every folder on their paths.

@@ -76,10 +76,12 @@ type FilePutter interface {
 // than three or four fsyncs per file). Sync makes durable every object
 // that a Put with PutOptions.Defer stored before Sync was called: once it
 // returns nil they survive a crash of the machine. An object deleted or
-// replaced meanwhile needs nothing. When Sync fails, what it did not make
-// durable stays pending: a later Sync tries again. Safe for concurrent
-// use with Puts; a Put that returns during a Sync may be left for the
-// next one.
+// replaced meanwhile needs nothing. When Sync fails, those objects may be
+// lost, and a later Sync does not say so (the kernel reports a failed
+// write once, and drops its pages): Put them again before relying on
+// them (a publication fails before its manifest, and the next run uploads
+// them again). Safe for concurrent use with Puts; a Put that returns
+// during a Sync may be left for the next one.
 type Syncer interface {
 	Sync(ctx context.Context) error
 }
