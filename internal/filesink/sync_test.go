@@ -52,6 +52,13 @@ func recordSyncs(t *testing.T, s *Sink) *syncLog {
 	return l
 }
 
+// syncSink is a new sink whose syncs are recorded.
+func syncSink(t *testing.T) (context.Context, *Sink, *sink.Bucket, *syncLog) {
+	t.Helper()
+	s := newSink(t)
+	return context.Background(), s, sink.New(s), recordSyncs(t, s)
+}
+
 // take returns the fsyncs recorded since the last take, sorted, without
 // those of the temporary folder.
 func (l *syncLog) take() (fsyncs []string, syncfs int) {
@@ -125,10 +132,7 @@ func TestDeferredPutsSync(t *testing.T) {
 // them again, as the next run's publication does); the objects put again
 // are synced by the next Sync, a deleted one needs nothing.
 func TestSyncFailure(t *testing.T) {
-	ctx := context.Background()
-	s := newSink(t)
-	b := sink.New(s)
-	l := recordSyncs(t, s)
+	ctx, _, b, l := syncSink(t)
 	keys := []string{"x/1.csv", "x/2.csv", "gone/3.csv"}
 	for _, k := range keys {
 		if _, err := b.PutBytes(ctx, k, []byte("v"), sink.PutOptions{Defer: true}); err != nil {
@@ -170,10 +174,7 @@ func TestSyncFailure(t *testing.T) {
 }
 
 func TestDurablePutsAfterDeferredOnes(t *testing.T) {
-	ctx := context.Background()
-	s := newSink(t)
-	b := sink.New(s)
-	l := recordSyncs(t, s)
+	ctx, s, b, l := syncSink(t)
 	// Without deferred Puts: the file and its folder (the folders exist).
 	put(t, s, "m/n/first.json", "1")
 	l.take()

@@ -66,6 +66,24 @@ func newGated(t *testing.T, gate string) *gatedBucket {
 	return &gatedBucket{Bucket: fs, gate: gate, held: make(chan struct{}), open: make(chan struct{})}
 }
 
+// beginSession begins the first publication of a test period into d,
+// fenced by fence, with 4 uploads at a time.
+func beginSession(t *testing.T, d driver.Bucket, fence Fence) (report.Period, *Session) {
+	t.Helper()
+	pb := &Publisher{Bucket: sink.New(d), Fence: fence, RunID: "run", Concurrency: 4, Log: slog.New(slog.DiscardHandler)}
+	p := report.Period{Start: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2024, 3, 1, 1, 0, 0, 0, time.UTC)}
+	ctx := context.Background()
+	cur, err := pb.Current(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := pb.Begin(ctx, cur, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, sess
+}
+
 // tempFiles makes n encoded files of period p.
 func tempFiles(t *testing.T, p report.Period, n int) []encode.File {
 	t.Helper()
@@ -91,17 +109,7 @@ func tempFiles(t *testing.T, p report.Period, n int) []encode.File {
 func TestUploadFencedAfterIntent(t *testing.T) {
 	b := newGated(t, "/pending-")
 	fence := &flagFence{}
-	pb := &Publisher{Bucket: sink.New(b), Fence: fence, RunID: "run", Concurrency: 4, Log: slog.New(slog.DiscardHandler)}
-	p := report.Period{Start: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2024, 3, 1, 1, 0, 0, 0, time.UTC)}
-	ctx := context.Background()
-	cur, err := pb.Current(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := pb.Begin(ctx, cur, nil, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, sess := beginSession(t, b, fence)
 	done := make(chan error, 1)
 	go func() {
 		for _, f := range tempFiles(t, p, 4) {

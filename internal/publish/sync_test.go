@@ -3,16 +3,13 @@ package publish
 import (
 	"context"
 	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/reportjob/reportjob/internal/filesink"
 	"github.com/reportjob/reportjob/internal/report"
-	"github.com/reportjob/reportjob/internal/sink"
 	"github.com/reportjob/reportjob/internal/sink/driver"
 )
 
@@ -63,17 +60,8 @@ func TestObjectsSyncedBeforeManifest(t *testing.T) {
 	}
 	defer fs.Close()
 	b := &syncOrder{Sink: fs}
-	pb := &Publisher{Bucket: sink.New(b), Fence: &flagFence{}, RunID: "run", Concurrency: 4, Log: slog.New(slog.DiscardHandler)}
-	p := report.Period{Start: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), End: time.Date(2024, 3, 1, 1, 0, 0, 0, time.UTC)}
+	p, sess := beginSession(t, b, &flagFence{})
 	ctx := context.Background()
-	cur, err := pb.Current(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sess, err := pb.Begin(ctx, cur, nil, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	files := tempFiles(t, p, 6)
 	for _, f := range files {
 		if err := sess.Upload(f); err != nil {

@@ -313,15 +313,11 @@ func TestPrintable(t *testing.T) {
 
 // BenchmarkRender renders the realistic statement (3 currencies, 30 days,
 // 3 adjustments, 720 periods: 12 pages).
-func BenchmarkRender(b *testing.B) { benchmarkRender(b, realistic(b, idLatin)) }
+func BenchmarkRender(b *testing.B) { benchmarkRender(b, realistic(b, idLatin), nil) }
 
 // BenchmarkRenderDay renders a statement of one day (24 periods, 3
 // currencies): 2 pages, like the demo's.
-func BenchmarkRenderDay(b *testing.B) {
-	s := realistic(b, idLatin)
-	s.Days, s.Periods, s.Adjustments = s.Days[:3], s.Periods[:24], nil
-	benchmarkRender(b, s)
-}
+func BenchmarkRenderDay(b *testing.B) { benchmarkRender(b, oneDay(b), nil) }
 
 // BenchmarkRenderDayNewRunes is BenchmarkRenderDay for agencies whose
 // ids each bring runes no other statement of the run has (a Greek and a
@@ -330,30 +326,28 @@ func BenchmarkRenderDay(b *testing.B) {
 // case. BenchmarkRenderDay renders one agency again and again: every
 // subset is memoized after the first statement.
 func BenchmarkRenderDayNewRunes(b *testing.B) {
-	s := realistic(b, idLatin)
-	s.Days, s.Periods, s.Adjustments = s.Days[:3], s.Periods[:24], nil
-	var size int
-	cpu := testenv.ProcessCPU()
-	i := 0
-	for b.Loop() {
+	benchmarkRender(b, oneDay(b), func(s *statement.Agency, i int) {
 		s.AgencyID = string(rune(0x3B1+i%24)) + string(rune(0x430+(i/24)%32)) + "-agence"
-		i++
-		var buf bytes.Buffer
-		if err := Render(&buf, s); err != nil {
-			b.Fatal(err)
-		}
-		size = buf.Len()
-	}
-	b.ReportMetric(float64(size), "bytes/pdf")
-	b.ReportMetric(float64(testenv.ProcessCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
+	})
 }
 
-// benchmarkRender renders s b.N times; besides ns/op it reports the
-// process's CPU time per PDF (cpu-ms/op, the garbage collector's included).
-func benchmarkRender(b *testing.B, s *statement.Agency) {
+// oneDay is the realistic statement cut to one day.
+func oneDay(b *testing.B) *statement.Agency {
+	s := realistic(b, idLatin)
+	s.Days, s.Periods, s.Adjustments = s.Days[:3], s.Periods[:24], nil
+	return s
+}
+
+// benchmarkRender renders s b.N times (before the i-th, next(s, i) when
+// next is not nil); besides ns/op it reports the process's CPU time per
+// PDF (cpu-ms/op, the garbage collector's included).
+func benchmarkRender(b *testing.B, s *statement.Agency, next func(s *statement.Agency, i int)) {
 	var size int
 	cpu := testenv.ProcessCPU()
-	for b.Loop() {
+	for i := 0; b.Loop(); i++ {
+		if next != nil {
+			next(s, i)
+		}
 		var buf bytes.Buffer
 		if err := Render(&buf, s); err != nil {
 			b.Fatal(err)
