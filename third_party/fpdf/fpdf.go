@@ -4428,7 +4428,7 @@ func (f *Fpdf) putfonts() {
 				// Embed CIDToGIDMap
 				f.newobj()
 				f.out("<</Length " + strconv.Itoa(len(sub.cidToGidMap)) + "/Filter /FlateDecode>>")
-				f.putstream(sub.cidToGidMap)
+				f.putSharedStream(sub.cidToGidMap)
 				f.out("endobj")
 
 				//Font file
@@ -4437,7 +4437,7 @@ func (f *Fpdf) putfonts() {
 				f.out("/Filter /FlateDecode")
 				f.out("/Length1 " + strconv.Itoa(sub.fontSize))
 				f.out(">>")
-				f.putstream(sub.fontStream)
+				f.putSharedStream(sub.fontStream)
 				f.out("endobj")
 			default:
 				f.err = fmt.Errorf("unsupported font type: %s", tp)

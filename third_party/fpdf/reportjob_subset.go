@@ -116,3 +116,13 @@ func (f *Fpdf) cutUTF8Subset(font *fontDefType, usedRunes map[int]int) *utf8Subs
 	mem.release()
 	return s
 }
+
+// putSharedStream is putstream of b, bytes shared with other documents
+// (a memoized subset's): putstream encrypts a protected document's stream
+// in place, so it gets a copy then.
+func (f *Fpdf) putSharedStream(b []byte) {
+	if f.protect.encrypted {
+		b = append([]byte(nil), b...)
+	}
+	f.putstream(b)
+}
