@@ -135,9 +135,10 @@ func (c *Closer) finishCleanup(ctx context.Context, cur *current) error {
 }
 
 // unlisted returns the objects under the month's statements and month
-// manifest prefixes that man does not list: neither its files, parts and
-// replaced keys (Manifest.Keys) nor the manifest itself nor an intent
-// (whose cleanup is the month's publication's). Sorted.
+// manifest prefixes that man does not list: neither its files and parts
+// (Manifest.Keys; the keys it lists as replaced are unlisted) nor the
+// manifest itself nor an intent (whose cleanup is the month's
+// publication's). Sorted.
 func (c *Closer) unlisted(ctx context.Context, man *Manifest) ([]string, error) {
 	m := man.Month
 	keep := man.Keys()
