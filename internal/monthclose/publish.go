@@ -158,6 +158,25 @@ func (c *Closer) unlisted(ctx context.Context, man *Manifest) ([]string, error) 
 	return out, nil
 }
 
+// readIntent reads the intent at key: a zero one when it is gone (its
+// cleanup is done). An intent that cannot be read stops every cleanup of
+// its month, so the error names it and says what to do.
+func (c *Closer) readIntent(ctx context.Context, key string) (monthIntent, error) {
+	var in monthIntent
+	raw, _, err := c.bucket().ReadAll(ctx, key, maxManifestBytes)
+	if errors.Is(err, sink.ErrNotFound) {
+		return in, nil
+	}
+	if err != nil {
+		return in, fmt.Errorf("read intent: %w", err)
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return in, fmt.Errorf("intent %s: %w (it names the objects an interrupted publication uploaded, for the cleanup; "+
+			"delete the objects it names that the month manifest does not list, if you can read them, then the intent)", c.bucket().URL(key), err)
+	}
+	return in, nil
+}
+
 // cleanup deletes what cur.m does not list (see above), then the intents.
 func (c *Closer) cleanup(ctx context.Context, cur *current, always bool) error {
 	m, man := cur.month, cur.m
@@ -175,16 +194,9 @@ func (c *Closer) cleanup(ctx context.Context, cur *current, always bool) error {
 		}
 	}
 	for _, key := range cur.intents {
-		raw, _, err := c.bucket().ReadAll(ctx, key, maxManifestBytes)
-		if errors.Is(err, sink.ErrNotFound) {
-			continue
-		}
+		in, err := c.readIntent(ctx, key)
 		if err != nil {
-			return fmt.Errorf("clean the statements of %s: read intent: %w", m, err)
-		}
-		var in monthIntent
-		if err := json.Unmarshal(raw, &in); err != nil {
-			return fmt.Errorf("clean the statements of %s: intent %s: %w", m, c.bucket().URL(key), err)
+			return fmt.Errorf("clean the statements of %s: %w", m, err)
 		}
 		for _, k := range in.Keys {
 			if !keep[k] {

@@ -131,3 +131,45 @@ func TestRepairDeletesUnlistedFromFinalMonth(t *testing.T) {
 		t.Fatalf("verify after --repair: %v %+v", err, checks)
 	}
 }
+
+// A final month with an interrupted publication's intent: verify reports
+// it (the cleanup it names is pending) and --repair finishes that cleanup
+// (what the intent names and the manifest does not list, even in an
+// agency's folder, then the intent); verify is clean afterwards. An intent
+// that cannot be read stops every run's cleanup: verify fails too, naming
+// it, where it used to say the month was fine.
+func TestVerifyMonthIntents(t *testing.T) {
+	f := newFixture(t)
+	f.january()
+	stray := report.AgencyMonthPrefix("acme", "2026-01") + "statement-0123456789abcdef.pdf"
+	if _, err := f.b.PutBytes(f.ctx, stray, []byte("uploaded, never listed"), sink.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	intent := report.MonthIntentKey("2026-01", "crashed")
+	if _, err := f.b.PutBytes(f.ctx, intent, []byte(`{"run_id":"crashed","keys":["`+stray+`"]}`), sink.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	checks, err := f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, false)
+	if err != nil || len(checks) != 1 || !strings.Contains(strings.Join(checks[0].Problems, "; "), intent+": an interrupted publication's intent") {
+		t.Fatalf("verify with a pending intent: %v %+v", err, checks)
+	}
+	if _, err := f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, true); err != nil {
+		t.Fatalf("verify --repair: %v", err)
+	}
+	for _, k := range []string{stray, intent} {
+		if _, err := f.b.Stat(f.ctx, k); !errors.Is(err, sink.ErrNotFound) {
+			t.Errorf("%s after --repair: %v, want it deleted", k, err)
+		}
+	}
+	if checks, err := f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, false); err != nil || checks[0].Differs() {
+		t.Fatalf("verify after --repair: %v %+v", err, checks)
+	}
+
+	if _, err := f.b.PutBytes(f.ctx, intent, []byte("{not json"), sink.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, false)
+	if err == nil || !strings.Contains(err.Error(), intent) || !strings.Contains(err.Error(), "delete the objects it names") {
+		t.Fatalf("verify with a corrupt intent: %v, want an error naming it and what to do", err)
+	}
+}

@@ -93,6 +93,15 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 	}
 	man := cur.m
 	mc.Status, mc.Revision = man.Status, man.StatementRevision
+	// An interrupted publication: its cleanup is pending (the next run,
+	// or --repair, finishes it). An intent that cannot be read stops
+	// every run: verify says so too.
+	for _, key := range cur.intents {
+		if _, err := c.readIntent(ctx, key); err != nil {
+			return mc, err
+		}
+		mc.Problems = append(mc.Problems, key+": an interrupted publication's intent: its cleanup is pending")
+	}
 	// The objects.
 	for _, f := range man.Files {
 		file, _, err := c.Periods.Fetch(ctx, f, c.Dir)
@@ -208,7 +217,17 @@ func (c *Closer) repair(ctx context.Context, rec Record, checks []MonthCheck) er
 			mc.Repaired = fmt.Sprintf("statement revision %d published", mr.Revision)
 			continue
 		}
-		// A final month: book what is unbooked, restore lost objects.
+		// A final month: finish a pending cleanup, book what is
+		// unbooked, restore lost objects, delete what it does not list:
+		// that is no part of the month's statements, which never change,
+		// and a reader that globs the month must not see it.
+		stray, err := c.unlisted(ctx, cur.m)
+		if err != nil {
+			return err
+		}
+		if err := c.finishCleanup(ctx, cur); err != nil {
+			return err
+		}
 		for _, pe := range cur.m.Periods {
 			if err := c.fence(); err != nil {
 				return err
@@ -219,13 +238,6 @@ func (c *Closer) repair(ctx context.Context, rec Record, checks []MonthCheck) er
 			}
 		}
 		n, lost, err := c.restore(ctx, set, rec, cur)
-		if err != nil {
-			return err
-		}
-		// What the final manifest does not list is no part of the
-		// month's statements, which never change: a reader that globs
-		// the month must not see it.
-		stray, err := c.unlisted(ctx, cur.m)
 		if err != nil {
 			return err
 		}
