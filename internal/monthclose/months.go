@@ -88,7 +88,7 @@ func (c *Closer) readMonth(ctx context.Context, m string, keys []string) (*curre
 		switch {
 		case k == report.MonthManifestKey(m):
 			has = true
-		case report.IsIntentKey(k) && k != report.MonthIntentKey(m, c.RunID):
+		case report.IsMonthIntentKey(m, k) && k != report.MonthIntentKey(m, c.RunID):
 			cur.intents = append(cur.intents, k)
 		}
 	}

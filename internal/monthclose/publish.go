@@ -149,7 +149,7 @@ func (c *Closer) unlisted(ctx context.Context, man *Manifest) ([]string, error) 
 			return nil, err
 		}
 		for _, o := range objs {
-			if !keep[o.Key] && o.Key != report.MonthManifestKey(m) && !report.IsIntentKey(o.Key) {
+			if !keep[o.Key] && o.Key != report.MonthManifestKey(m) && !report.IsMonthIntentKey(m, o.Key) {
 				out = append(out, o.Key)
 			}
 		}

@@ -97,6 +97,7 @@ func TestRepairDeletesUnlistedFromFinalMonth(t *testing.T) {
 	stray := []string{
 		report.StatementsPrefix("2026-01") + "statements-0123456789abcdef.csv",
 		report.MonthManifestPrefix("2026-01") + "files-0123456789abcdef.json",
+		report.StatementsPrefix("2026-01") + "pending-copy.json", // named like an intent, not one
 	}
 	for _, k := range stray {
 		if _, err := f.b.PutBytes(f.ctx, k, []byte("stray"), sink.PutOptions{}); err != nil {
@@ -113,8 +114,8 @@ func TestRepairDeletesUnlistedFromFinalMonth(t *testing.T) {
 		}
 	}
 	checks, err = f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, true)
-	if err != nil || !strings.Contains(checks[0].Repaired, "2 unlisted object(s) deleted") {
-		t.Fatalf("verify --repair: %v %+v, want 2 unlisted objects deleted", err, checks)
+	if err != nil || !strings.Contains(checks[0].Repaired, "3 unlisted object(s) deleted") {
+		t.Fatalf("verify --repair: %v %+v, want 3 unlisted objects deleted", err, checks)
 	}
 	for _, k := range stray {
 		if _, err := f.b.Stat(f.ctx, k); !errors.Is(err, sink.ErrNotFound) {

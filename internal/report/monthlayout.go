@@ -42,6 +42,14 @@ func MonthIntentKey(month, runID string) string {
 	return MonthManifestPrefix(month) + intentPrefix + runID + ".json"
 }
 
+// IsMonthIntentKey reports whether key is an intent of month M's
+// statements: manifests/month=M/pending-RUN.json, not a file of that
+// name anywhere else.
+func IsMonthIntentKey(month, key string) bool {
+	rest, ok := strings.CutPrefix(key, MonthManifestPrefix(month))
+	return ok && !strings.Contains(rest, "/") && IsIntentKey(key)
+}
+
 // StatementDueKey returns "manifests/due/period=P.json".
 func StatementDueKey(p Period) string { return DueStatementsPrefix + "period=" + p.Name() + ".json" }
 
