@@ -66,10 +66,14 @@ func IntentKey(p Period, runID string) string {
 
 const intentPrefix = "pending-"
 
-// IsIntentKey reports whether key names a publication intent.
+// IsIntentKey reports whether key names a publication intent:
+// manifests/period=P/pending-RUN.json or manifests/month=M/pending-RUN.json,
+// not a file of that name anywhere else.
 func IsIntentKey(key string) bool {
-	i := strings.LastIndexByte(key, '/')
-	return strings.HasPrefix(key[i+1:], intentPrefix) && strings.HasSuffix(key, ".json")
+	rest, ok := strings.CutPrefix(key, DirManifests+"/")
+	dir, name, sub := strings.Cut(rest, "/")
+	return ok && sub && (strings.HasPrefix(dir, "period=") || strings.HasPrefix(dir, "month=")) &&
+		!strings.Contains(name, "/") && strings.HasPrefix(name, intentPrefix) && strings.HasSuffix(name, ".json")
 }
 
 // HashedName returns base-H.ext, H being the first HashLen hex digits of

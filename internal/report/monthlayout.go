@@ -46,8 +46,7 @@ func MonthIntentKey(month, runID string) string {
 // statements: manifests/month=M/pending-RUN.json, not a file of that
 // name anywhere else.
 func IsMonthIntentKey(month, key string) bool {
-	rest, ok := strings.CutPrefix(key, MonthManifestPrefix(month))
-	return ok && !strings.Contains(rest, "/") && IsIntentKey(key)
+	return strings.HasPrefix(key, MonthManifestPrefix(month)) && IsIntentKey(key)
 }
 
 // StatementDueKey returns "manifests/due/period=P.json".
