@@ -20,6 +20,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -71,6 +72,9 @@ type results struct {
 	BigPeriod   []bigPeriodRow `json:"big_period,omitempty"`
 	Split       []splitRow     `json:"dynamodb_split,omitempty"`
 	Skipped     []string       `json:"skipped,omitempty"`
+	// Failed is the scenario that stopped the bench, with its error: the
+	// results are those of the scenarios before it (and its rows so far).
+	Failed string `json:"failed,omitempty"`
 }
 
 // section is one scenario's wall time and the machine's load around it.
@@ -184,15 +188,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		sec.Seconds, sec.LoadEnd = time.Since(start).Seconds(), loadavg()
 		b.res.Sections = append(b.res.Sections, sec)
 		if err != nil {
+			// What ran is kept: a full bench takes an hour, and its
+			// last scenarios are the ones most likely to fail.
+			b.res.Failed = st.name + ": " + err.Error()
+			writeMarkdown(stdout, &b.res)
+			if werr := saveResults(*out, &b.res); werr != nil {
+				return errors.Join(fmt.Errorf("%s: %w", st.name, err), werr)
+			}
 			return fmt.Errorf("%s: %w", st.name, err)
+		}
+		// After each scenario, so that a bench killed later keeps it.
+		if err := saveResults(*out, &b.res); err != nil {
+			return err
 		}
 	}
 	writeMarkdown(stdout, &b.res)
-	data, err := json.MarshalIndent(&b.res, "", "  ")
+	return saveResults(*out, &b.res)
+}
+
+// saveResults writes r as JSON to path.
+func saveResults(path string, r *results) error {
+	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(*out, append(data, '\n'), 0o644)
+	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
 func (b *bench) logf(format string, args ...any) {

@@ -16,6 +16,9 @@ func writeMarkdown(w io.Writer, r *results) {
 	for _, s := range r.Sections {
 		fmt.Fprintf(w, "| %s | %.0f | %s | %s |\n", s.Name, s.Seconds, s.LoadStart, s.LoadEnd)
 	}
+	if r.Failed != "" {
+		fmt.Fprintf(w, "\n**Stopped by a failed scenario** (the tables hold what ran before it): %s\n", r.Failed)
+	}
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "\nSkipped: %s\n", s)
 	}

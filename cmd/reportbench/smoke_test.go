@@ -90,3 +90,44 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedScenarioKeepsResults: a scenario that fails stops the bench,
+// but the tables and the JSON of the scenarios before it are written, with
+// the failure named (the last session's full bench lost an hour of figures
+// to a failure in its last scenario).
+func TestFailedScenarioKeepsResults(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "reportjob")
+	build := exec.Command("go", "build", "-o", bin, "github.com/reportjob/reportjob/cmd/reportjob")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	// A binary that refuses "run": the ingest scenario (ingest only)
+	// succeeds, bigperiod (ingest, then run) fails.
+	wrapper := filepath.Join(dir, "refuses-run")
+	script := "#!/bin/sh\ncase \" $* \" in *\" run \"*) echo refused >&2; exit 3;; esac\nexec " + bin + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "results.json")
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"-bin", wrapper, "-sizes", "200", "-only", "ingest,bigperiod", "-json", out, "-work", filepath.Join(dir, "work")},
+		&stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "bigperiod") {
+		t.Fatalf("reportbench: %v, want bigperiod's failure", err)
+	}
+	var res results
+	data, rerr := os.ReadFile(out)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Ingest) == 0 || !strings.HasPrefix(res.Failed, "bigperiod: ") {
+		t.Errorf("results after a failure: %d ingest rows, failed %q; want the ingest's rows and bigperiod's failure", len(res.Ingest), res.Failed)
+	}
+	if md := stdout.String(); !strings.Contains(md, "Stopped by a failed scenario") || !strings.Contains(md, "records/s") {
+		t.Errorf("tables after a failure:\n%s", md)
+	}
+}
