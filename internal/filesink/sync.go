@@ -25,17 +25,18 @@ import (
 // write. A Put with PutOptions.Defer leaves them out and records its key;
 // Sync then makes them all durable at once:
 //
-//   - on Linux, with one syncfs(2) of DIR's file system, through a
-//     descriptor of DIR opened by New, so that a write-back error since
-//     then is reported (a failed write of a deferred file cannot go
-//     unseen). Every deferred file and folder is on that file system: a
-//     Put renames its file from DIR/.reportjob-tmp, and a rename cannot
-//     cross file systems. syncfs also writes whatever else is dirty on
-//     that file system (other programs' files): on a busy shared disk it
-//     may take longer than the fsyncs would;
-//   - elsewhere, or when syncfs fails as unsupported, by fsyncing every
-//     recorded file and every folder on the way to it (each once),
-//     syncWorkers at a time.
+//   - on Linux 5.8 or later, when DIR is on a file system whose syncfs is
+//     trusted (syncfsUsable: ext2-4, XFS, Btrfs, F2FS, tmpfs), with one
+//     syncfs(2) of it, through a descriptor of DIR opened by New, so that
+//     a write-back error since then is reported (a failed write of a
+//     deferred file cannot go unseen). Every deferred file and folder is
+//     on that file system: a Put renames its file from DIR/.reportjob-tmp,
+//     and a rename cannot cross file systems. syncfs also writes whatever
+//     else is dirty on that file system (other programs' files): on a busy
+//     shared disk it may take longer than the fsyncs would;
+//   - anywhere else (older kernels, FUSE, SMB, NFS, ZFS, overlayfs, other
+//     systems) by fsyncing every recorded file and every folder on the way
+//     to it (each once), syncWorkers at a time.
 //
 // The rule that keeps a durable Put durable: a folder a deferred Put
 // created may not be durable in its parent until the next Sync, so once
