@@ -10,7 +10,8 @@
 // tree (in DIR/.reportjob-tmp/, see temp.go), which is fsynced and renamed
 // over the target, and the target's folder is fsynced. A Put with
 // PutOptions.Defer leaves out those fsyncs and records the key: Sync
-// (sync.go) fsyncs the deferred files and their folders in one round. The temporary files
+// (sync.go) makes the deferred files and their folders durable in one
+// round (one syncfs where it is trusted, else one fsync each). The temporary files
 // of a process that died are removed by the next New. A conditional Put compares the target's ETag and
 // renames while holding an exclusive flock(2) on DIR/.reportjob-sink.lock,
 // so that of two processes (or goroutines) racing to create or replace
