@@ -842,8 +842,8 @@ func utf8FontID(def fontDefType, ttf [sha256.Size]byte) string {
 // rune -> glyph. Shared by every document, never written after they are
 // stored: GenerateCutFont only reads them (parseSymbols), and replaces
 // the document's charSymbolDictionary, never writes into it. [reportjob
-// patch: each document's subset cut made them again, 65536 entries a
-// font.]
+// patch: each document's subset cut made them again, one entry per code
+// point the font maps.]
 var utf8CMaps sync.Map // [sha256.Size]byte -> *cmapDictionaries
 
 type cmapDictionaries struct {
