@@ -21,8 +21,8 @@ import (
 )
 
 // utf8SubsetCap bounds the subsets kept: each is about the size of its
-// compressed streams (a few KB to 15 KB for the Go fonts in a
-// statement, whose PDF is about 50 KB in all).
+// compressed streams, less than the statement PDF that embeds three of
+// them (about 50 KB).
 const utf8SubsetCap = 64
 
 // utf8Subset is what putfonts embeds of one UTF-8 font for one set of
