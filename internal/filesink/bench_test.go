@@ -100,3 +100,64 @@ func BenchmarkPublishFolders(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCleanupFolders is the cleanup of a restated period of 500
+// agencies: one replaced file deleted in each agency's folder (which keeps
+// the new one), 4 at a time, then Sync. Durable: each Delete fsyncs its
+// folder; Deferred: the deletes leave that to the one Sync. One op is the
+// whole cleanup, in a new sink.
+func BenchmarkCleanupFolders(b *testing.B) {
+	const agencies, workers = 500, 4
+	for _, deferred := range []bool{false, true} {
+		name := "Durable"
+		if deferred {
+			name = "Deferred"
+		}
+		b.Run(name, func(b *testing.B) {
+			body := bytes.Repeat([]byte("agency,amount\n"), 2048/14)
+			key := func(a int, name string) string {
+				return fmt.Sprintf("agencies/agency=%04d/period=20260101T0000Z/%s.csv", a, name)
+			}
+			for b.Loop() {
+				b.StopTimer()
+				s, err := New(filepath.Join(b.TempDir(), "reports"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for a := range agencies {
+					for _, n := range []string{"old", "new"} {
+						if _, err := s.Put(b.Context(), key(a, n), bytes.NewReader(body), int64(len(body)), driver.PutOptions{Defer: true}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				if err := s.Sync(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				var wg sync.WaitGroup
+				for w := range workers {
+					wg.Go(func() {
+						for a := w; a < agencies; a += workers {
+							del := s.Delete
+							if deferred {
+								del = s.DeleteDeferred
+							}
+							if err := del(b.Context(), key(a, "old")); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				if err := s.Sync(b.Context()); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				s.Close()
+				b.StartTimer()
+			}
+		})
+	}
+}

@@ -83,6 +83,9 @@ type Sink struct {
 	// Deferred Puts (sync.go).
 	pendMu  sync.Mutex
 	pending map[string]struct{} // keys stored by deferred Puts, not yet synced
+	// pendingDirs are the folders that deferred Deletes removed entries
+	// from, not yet synced.
+	pendingDirs map[string]struct{}
 	// deferred is set by the first deferred Put, before it creates a
 	// folder: from then on a durable Put fsyncs every folder of its key,
 	// which may have been created by a deferred Put and not be durable yet.
@@ -90,9 +93,10 @@ type Sink struct {
 }
 
 var (
-	_ driver.Bucket     = (*Sink)(nil)
-	_ driver.FilePutter = (*Sink)(nil)
-	_ driver.Syncer     = (*Sink)(nil)
+	_ driver.Bucket          = (*Sink)(nil)
+	_ driver.FilePutter      = (*Sink)(nil)
+	_ driver.Syncer          = (*Sink)(nil)
+	_ driver.DeferredDeleter = (*Sink)(nil)
 )
 
 // New returns a sink on dir, creating it (and its parents, 0750) if
@@ -262,6 +266,18 @@ func (s *Sink) List(ctx context.Context, prefix string) ([]driver.Attrs, error) 
 // empty, up to (not including) the sink's folder, and fsyncs the folder
 // that remains. A missing file is not an error.
 func (s *Sink) Delete(_ context.Context, key string) error {
+	return s.delete(key, true)
+}
+
+// DeleteDeferred is Delete without the fsync of the folder: the next Sync
+// makes the removal durable (driver.DeferredDeleter).
+func (s *Sink) DeleteDeferred(_ context.Context, key string) error {
+	return s.delete(key, false)
+}
+
+// delete removes the file at key and the folders it leaves empty, then
+// fsyncs the folder left, or records it for Sync (durable false).
+func (s *Sink) delete(key string, durable bool) error {
 	if reserved(key) {
 		return nil
 	}
@@ -279,6 +295,10 @@ func (s *Sink) Delete(_ context.Context, key string) error {
 		return err
 	}
 	p := s.prune(path.Dir(key))
+	if !durable {
+		s.addPendingDir(p)
+		return nil
+	}
 	if err := (folder{r: s.root}).syncPath(p); err != nil && !missing(err) {
 		return err
 	}

@@ -38,6 +38,11 @@ import (
 //     systems) by fsyncing every recorded file and every folder on the way
 //     to it (each once), syncWorkers at a time.
 //
+// A deferred Delete (DeleteDeferred: a publication's cleanup) removes the
+// file and the folders it leaves empty at once, and records the folder
+// left; Sync makes the removals durable in the same round (syncfs, or an
+// fsync of each such folder).
+//
 // The rule that keeps a durable Put durable: a folder a deferred Put
 // created may not be durable in its parent until the next Sync, so once
 // the Sink has seen a deferred Put, every durable Put fsyncs all the
@@ -62,6 +67,17 @@ func (s *Sink) durable(opts driver.PutOptions) bool {
 	}
 	s.deferred.Store(true)
 	return false
+}
+
+// addPendingDir records the folder rel, which a deferred Delete removed
+// an entry from, for the next Sync.
+func (s *Sink) addPendingDir(rel string) {
+	s.pendMu.Lock()
+	defer s.pendMu.Unlock()
+	if s.pendingDirs == nil {
+		s.pendingDirs = make(map[string]struct{})
+	}
+	s.pendingDirs[rel] = struct{}{}
 }
 
 // addPending records key, stored by a deferred Put, for the next Sync.
@@ -102,29 +118,31 @@ func folders(key string) []string {
 }
 
 // Sync implements driver.Syncer: it makes durable the files that deferred
-// Puts stored since the last Sync, and the folders on their paths (see
-// above). A file or folder gone meanwhile (deleted, its key replaced and
-// pruned) needs nothing. On error they are forgotten all the same: a
-// later Sync could not tell whether they were written (driver.Syncer).
+// Puts stored since the last Sync, and the folders on their paths, and
+// the removals of deferred Deletes (see above). A file or folder gone
+// meanwhile (deleted, its key replaced and pruned) needs nothing. On
+// error they are forgotten all the same: a later Sync could not tell
+// whether they were written (driver.Syncer).
 func (s *Sink) Sync(ctx context.Context) error {
 	s.pendMu.Lock()
-	pending := s.pending
-	s.pending = nil
+	pending, pendingDirs := s.pending, s.pendingDirs
+	s.pending, s.pendingDirs = nil, nil
 	s.pendMu.Unlock()
-	if len(pending) == 0 {
+	if len(pending) == 0 && len(pendingDirs) == 0 {
 		return nil
 	}
 	err := ctx.Err()
 	if err == nil {
 		if err = syncFilesystem(s.dirFile); errors.Is(err, errors.ErrUnsupported) {
-			err = s.syncPaths(ctx, pending)
+			err = s.syncPaths(ctx, pending, pendingDirs)
 		}
 	}
 	return err
 }
 
-// syncPaths fsyncs the files of pending, then every folder on their paths.
-func (s *Sink) syncPaths(ctx context.Context, pending map[string]struct{}) error {
+// syncPaths fsyncs the files of pending, then every folder on their paths
+// and the folders of pendingDirs (a deferred Delete's).
+func (s *Sink) syncPaths(ctx context.Context, pending, pendingDirs map[string]struct{}) error {
 	files := slices.Sorted(maps.Keys(pending))
 	seen := map[string]bool{}
 	var dirs []string
@@ -133,6 +151,14 @@ func (s *Sink) syncPaths(ctx context.Context, pending map[string]struct{}) error
 			if seen[rel] {
 				break // and so are the folders above it
 			}
+			seen[rel] = true
+			dirs = append(dirs, rel)
+		}
+	}
+	// A deferred Delete's folder: its own entries changed, not the
+	// folders above it.
+	for _, rel := range slices.Sorted(maps.Keys(pendingDirs)) {
+		if !seen[rel] {
 			seen[rel] = true
 			dirs = append(dirs, rel)
 		}

@@ -199,3 +199,37 @@ func TestDurablePutsAfterDeferredOnes(t *testing.T) {
 		t.Errorf("a conditional Put with Defer fsynced %q, want every folder of its key", got)
 	}
 }
+
+// TestDeferredDeletes: a deferred Delete removes the file (and the folders
+// it leaves empty) at once and fsyncs nothing; Sync, without a trusted
+// syncfs, fsyncs the folder each one left (the first one not pruned), not
+// the folders above it.
+func TestDeferredDeletes(t *testing.T) {
+	ctx, s, b, l := syncSink(t)
+	for _, k := range []string{"a/b/old.csv", "a/b/new.csv", "a/c/only.csv", "d/e/f/only.csv"} {
+		put(t, s, k, "v")
+	}
+	l.take()
+	for _, k := range []string{"a/b/old.csv", "a/c/only.csv", "d/e/f/only.csv"} {
+		if err := b.DeleteDeferred(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Stat(ctx, k); !errors.Is(err, sink.ErrNotFound) {
+			t.Fatalf("%s after DeleteDeferred: %v, want it gone", k, err)
+		}
+	}
+	if got, n := l.take(); len(got) != 0 || n != 0 {
+		t.Fatalf("deferred deletes fsynced %q, syncfs %d times; want nothing before Sync", got, n)
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir(), "d")); !os.IsNotExist(err) {
+		t.Errorf("the folders d/e/f left empty: %v, want them pruned", err)
+	}
+	l.fsErr = errors.ErrUnsupported
+	if err := b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, n := l.take()
+	if want := []string{".", "a", "a/b"}; n != 1 || !slices.Equal(got, want) {
+		t.Errorf("Sync after deferred deletes: fsyncs %q (syncfs tried %d times), want %q", got, n, want)
+	}
+}

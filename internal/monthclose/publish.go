@@ -206,10 +206,16 @@ func (c *Closer) cleanup(ctx context.Context, cur *current, always bool) error {
 	}
 	slices.Sort(del)
 	del = slices.Compact(del)
-	if err := c.deleteAll(ctx, del); err != nil {
+	if err := c.deleteDeferred(ctx, del); err != nil {
 		return fmt.Errorf("clean the statements of %s: %w", m, err)
 	}
 	if len(del) > 0 {
+		// The deletes may wait for the sink's Sync to be durable: the
+		// intents go only after it, so that a crash before it leaves
+		// them for the next cleanup.
+		if err := c.bucket().Sync(ctx); err != nil {
+			return fmt.Errorf("clean the statements of %s: %w", m, err)
+		}
 		c.Log.Info("deleted statement objects the month manifest does not list", "month", m, "count", len(del))
 	}
 	if err := c.deleteAll(ctx, cur.intents); err != nil {
@@ -249,6 +255,17 @@ func (c *Closer) upload(ctx context.Context, files []encode.File) error {
 func (c *Closer) deleteAll(ctx context.Context, keys []string) error {
 	return c.each(len(keys), func(i int) error {
 		if err := c.bucket().Delete(ctx, keys[i]); err != nil && !errors.Is(err, sink.ErrNotFound) {
+			return err
+		}
+		return nil
+	})
+}
+
+// deleteDeferred is deleteAll with deletes whose durability may wait for
+// the sink's Sync.
+func (c *Closer) deleteDeferred(ctx context.Context, keys []string) error {
+	return c.each(len(keys), func(i int) error {
+		if err := c.bucket().DeleteDeferred(ctx, keys[i]); err != nil && !errors.Is(err, sink.ErrNotFound) {
 			return err
 		}
 		return nil

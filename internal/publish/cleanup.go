@@ -121,15 +121,21 @@ func (pb *Publisher) cleanup(ctx context.Context, p report.Period, m *report.Man
 	for _, keys := range [][]string{agencies, datasets} {
 		slices.Sort(keys)
 		keys = slices.Compact(keys)
-		if err := pb.deleteAll(ctx, p, keys); err != nil {
+		if err := pb.deleteAll(ctx, p, keys, true); err != nil {
 			return err
 		}
 		n += len(keys)
 	}
 	if n > 0 {
+		// The deletes may wait for the sink's Sync to be durable (a
+		// folder sink batches them): the intents go only after it, so
+		// that a crash before it leaves them for the next cleanup.
+		if err := pb.out().Sync(ctx); err != nil {
+			return fmt.Errorf("clean %s: %w", p.Name(), err)
+		}
 		pb.Log.Info("deleted objects the manifest does not list", logPeriod, p.Name(), logCount, n)
 	}
-	if err := pb.deleteAll(ctx, p, intents); err != nil {
+	if err := pb.deleteAll(ctx, p, intents, false); err != nil {
 		return err
 	}
 	crashpoint.Hit(crashpoint.AfterCleanup)
@@ -184,8 +190,9 @@ func (pb *Publisher) readIntent(ctx context.Context, key string) (intent, error)
 	return in, nil
 }
 
-// deleteAll deletes keys, Concurrency at a time, checking the fence.
-func (pb *Publisher) deleteAll(ctx context.Context, p report.Period, keys []string) error {
+// deleteAll deletes keys, Concurrency at a time, checking the fence;
+// deferred: the deletes may wait for the sink's Sync to be durable.
+func (pb *Publisher) deleteAll(ctx context.Context, p report.Period, keys []string, deferred bool) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -216,7 +223,11 @@ func (pb *Publisher) deleteAll(ctx context.Context, p report.Period, keys []stri
 		}
 		go func() {
 			defer func() { <-sem }()
-			if err := pb.out().Delete(ctx, key); err != nil {
+			del := pb.out().Delete
+			if deferred {
+				del = pb.out().DeleteDeferred
+			}
+			if err := del(ctx, key); err != nil {
 				cancel(fmt.Errorf("clean %s: %w", p.Name(), err))
 			}
 		}()

@@ -157,7 +157,7 @@ func TestCleanupFencedPerDelete(t *testing.T) {
 		keys = append(keys, k)
 	}
 	done := make(chan error, 1)
-	go func() { done <- pb.deleteAll(ctx, p, keys) }()
+	go func() { done <- pb.deleteAll(ctx, p, keys, true) }()
 	<-slow.started
 	<-slow.started // both slots busy
 	fence.lost.Store(true)

@@ -44,6 +44,16 @@ func (b *syncOrder) PutFile(ctx context.Context, key, path string, size int64, o
 	return b.Sink.PutFile(ctx, key, path, size, o)
 }
 
+func (b *syncOrder) Delete(ctx context.Context, key string) error {
+	b.log("delete " + key)
+	return b.Sink.Delete(ctx, key)
+}
+
+func (b *syncOrder) DeleteDeferred(ctx context.Context, key string) error {
+	b.log("delete " + key + " deferred")
+	return b.Sink.DeleteDeferred(ctx, key)
+}
+
 func (b *syncOrder) Sync(ctx context.Context) error {
 	b.log("sync")
 	return b.Sink.Sync(ctx)
@@ -99,5 +109,82 @@ func TestObjectsSyncedBeforeManifest(t *testing.T) {
 	}
 	if n := strings.Count(strings.Join(ops, "\n"), "sync"); n != 1 {
 		t.Errorf("%d Syncs, want 1: %q", n, ops)
+	}
+}
+
+// TestCleanupSyncedBeforeIntents: the cleanup of a revision that replaced
+// objects deletes them deferred (a folder sink batches their fsyncs), then
+// Syncs, then deletes the intents: a crash before the Sync leaves the
+// intents for the next cleanup.
+func TestCleanupSyncedBeforeIntents(t *testing.T) {
+	fs, err := filesink.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	b := &syncOrder{Sink: fs}
+	ctx := context.Background()
+	p, sess := beginSession(t, b, &flagFence{})
+	for _, f := range tempFiles(t, p, 3) {
+		if err := sess.Upload(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infos, err := sess.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &report.Manifest{Job: "j", PeriodStart: p.Start, PeriodEnd: p.End, Revision: 1, Reason: report.ReasonDelivery, Files: infos}
+	if err := sess.Commit(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	// Revision 2 keeps one object of the three: the other two are
+	// replaced, and deleted by its cleanup.
+	pb := sess.pb
+	cur, err := pb.Current(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess2, err := pb.Begin(ctx, cur, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := tempFiles(t, p, 1)[0]
+	if err := sess2.Upload(kept); err != nil {
+		t.Fatal(err)
+	}
+	infos2, err := sess2.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	b.ops = nil
+	b.mu.Unlock()
+	m2 := &report.Manifest{Job: "j", PeriodStart: p.Start, PeriodEnd: p.End, Revision: 2, Reason: report.ReasonRecheck, Files: infos2}
+	if err := sess2.Commit(ctx, m2); err != nil {
+		t.Fatal(err)
+	}
+	ops := slices.Clone(b.ops)
+	manifestAt := slices.Index(ops, "put "+report.ManifestKey(p))
+	lastDeferred, syncAt, intentDelete := -1, -1, -1
+	deferred := 0
+	for i, op := range ops {
+		switch {
+		case strings.HasPrefix(op, "delete ") && strings.HasSuffix(op, " deferred"):
+			deferred++
+			lastDeferred = i
+		case op == "sync" && i > manifestAt:
+			syncAt = i
+		case strings.HasPrefix(op, "delete ") && report.IsIntentKey(strings.TrimPrefix(op, "delete ")):
+			intentDelete = i
+		}
+	}
+	if deferred != 2 || manifestAt < 0 || lastDeferred < manifestAt || syncAt < lastDeferred || intentDelete < syncAt {
+		t.Fatalf("cleanup: %d deferred deletes, want 2, each after the manifest, then a Sync, then the intent's delete: %q", deferred, ops)
+	}
+	for _, f := range infos {
+		if _, err := pb.Bucket.Stat(ctx, f.Key); (err == nil) != (f.Key == kept.Key) {
+			t.Errorf("%s after the cleanup: %v", f.Key, err)
+		}
 	}
 }

@@ -127,5 +127,5 @@ func (pb *Publisher) RemoveUnlisted(ctx context.Context, p report.Period, proble
 			keys = append(keys, pr.Key)
 		}
 	}
-	return pb.deleteAll(ctx, p, keys)
+	return pb.deleteAll(ctx, p, keys, false)
 }

@@ -325,3 +325,25 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// DeleteDeferred is Delete whose durability may wait for the next Sync
+// (driver.DeferredDeleter); Delete itself on a driver that cannot.
+func (b *Bucket) DeleteDeferred(ctx context.Context, key string) error {
+	dd, ok := b.d.(driver.DeferredDeleter)
+	if !ok {
+		return b.Delete(ctx, key)
+	}
+	if err := b.CheckKey(key); err != nil {
+		return fmt.Errorf("delete %s: %w", b.name(key), err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("delete %s: %w", b.URL(key), err)
+	}
+	if err := fence.Check(ctx); err != nil {
+		return fmt.Errorf("delete %s: %w", b.URL(key), err)
+	}
+	if err := dd.DeleteDeferred(ctx, key); err != nil {
+		return fmt.Errorf("delete %s: %w", b.URL(key), err)
+	}
+	return nil
+}

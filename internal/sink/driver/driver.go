@@ -86,6 +86,15 @@ type Syncer interface {
 	Sync(ctx context.Context) error
 }
 
+// DeferredDeleter is implemented by a Syncer whose deletions can wait for
+// its next Sync to be durable. DeleteDeferred removes the object at key as
+// Delete does (no reader finds it once it returns; a missing object is not
+// an error); the next Sync that returns nil makes the removal survive a
+// crash of the machine, before which it may come back.
+type DeferredDeleter interface {
+	DeleteDeferred(ctx context.Context, key string) error
+}
+
 // Bucket is a flat namespace of immutable-until-replaced objects under
 // '/'-separated keys.
 //

@@ -15,7 +15,8 @@ import (
 // testDeferredPut: a Put with PutOptions.Defer is visible, whole, when it
 // returns, as any Put (it is only its durability that waits for Sync);
 // PutFile and an overwrite with Defer too; Sync succeeds, and again with
-// nothing pending; Defer does not weaken a condition.
+// nothing pending; Defer does not weaken a condition; a DeleteDeferred
+// removes the object at once, as Delete does.
 func testDeferredPut(t *testing.T, b *sink.Bucket, d driver.Bucket, h Hooks) {
 	ctx := context.Background()
 	deferred := sink.PutOptions{ContentType: "text/csv", Defer: true}
@@ -60,5 +61,17 @@ func testDeferredPut(t *testing.T, b *sink.Bucket, d driver.Bucket, h Hooks) {
 		t.Fatal(err)
 	}
 	RequireContent(t, b, "manifest.json", []byte("{}"))
+	// A deferred Delete: gone when it returns, as a Delete; a missing
+	// object is not an error; Sync then succeeds.
+	for _, key := range []string{"agency=a0/period=p/lines.csv", "agency=a4/period=p/summary.csv", "agency=a9/never.csv"} {
+		if err := b.DeleteDeferred(ctx, key); err != nil {
+			t.Fatalf("DeleteDeferred(%q): %v", key, err)
+		}
+		RequireMissing(t, b, key)
+	}
+	if err := b.Sync(ctx); err != nil {
+		t.Fatalf("Sync after deferred deletes: %v", err)
+	}
+	RequireContent(t, b, "agency=a0/period=p/summary.csv", want["agency=a0/period=p/summary.csv"])
 	h.NoLeftovers(t, d)
 }
