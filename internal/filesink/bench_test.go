@@ -53,52 +53,19 @@ func BenchmarkPut(b *testing.B) {
 // Deferred: the Puts leave that to the one Sync (a publication's objects,
 // PutOptions.Defer). One op is the whole period, in a new sink.
 func BenchmarkPublishFolders(b *testing.B) {
-	const agencies, workers = 500, 4
-	for _, deferred := range []bool{false, true} {
-		name := "Durable"
-		if deferred {
-			name = "Deferred"
-		}
-		b.Run(name, func(b *testing.B) {
-			body := bytes.Repeat([]byte("agency,amount\n"), 2048/14)
-			cpu0 := testenv.ProcessCPU()
-			n := 0
-			for b.Loop() {
-				b.StopTimer()
-				s, err := New(filepath.Join(b.TempDir(), "reports"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				var wg sync.WaitGroup
-				errs := make(chan error, workers)
-				for w := range workers {
-					wg.Go(func() {
-						for a := w; a < agencies; a += workers {
-							key := fmt.Sprintf("agencies/agency=%04d/period=20260101T0000Z/summary.csv", a)
-							if _, err := s.Put(b.Context(), key, bytes.NewReader(body), int64(len(body)), driver.PutOptions{Defer: deferred}); err != nil {
-								errs <- err
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
-				close(errs)
-				if err := <-errs; err != nil {
-					b.Fatal(err)
-				}
-				if err := s.Sync(b.Context()); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				s.Close()
-				b.StartTimer()
-				n++
+	durableOrDeferred(b, func(b *testing.B, deferred bool) {
+		cpu0 := testenv.ProcessCPU()
+		n := 0
+		for b.Loop() {
+			s := newBenchSink(b)
+			eachAgency(b, func(a int) error { return benchPut(b, s, benchKey(a, "summary"), deferred) })
+			if err := s.Sync(b.Context()); err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(testenv.ProcessCPU()-cpu0)/float64(n)/1e6, "cpu-ms/op")
-		})
-	}
+			n++
+		}
+		b.ReportMetric(float64(testenv.ProcessCPU()-cpu0)/float64(n)/1e6, "cpu-ms/op")
+	})
 }
 
 // BenchmarkCleanupFolders is the cleanup of a restated period of 500
@@ -107,57 +74,88 @@ func BenchmarkPublishFolders(b *testing.B) {
 // folder; Deferred: the deletes leave that to the one Sync. One op is the
 // whole cleanup, in a new sink.
 func BenchmarkCleanupFolders(b *testing.B) {
-	const agencies, workers = 500, 4
+	durableOrDeferred(b, func(b *testing.B, deferred bool) {
+		for b.Loop() {
+			s := newBenchSink(b)
+			b.StopTimer()
+			eachAgency(b, func(a int) error {
+				if err := benchPut(b, s, benchKey(a, "old"), true); err != nil {
+					return err
+				}
+				return benchPut(b, s, benchKey(a, "new"), true)
+			})
+			if err := s.Sync(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			del := s.Delete
+			if deferred {
+				del = s.DeleteDeferred
+			}
+			eachAgency(b, func(a int) error { return del(b.Context(), benchKey(a, "old")) })
+			if err := s.Sync(b.Context()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+const benchAgencies = 500
+
+// durableOrDeferred runs bench as the sub-benchmarks Durable and Deferred.
+func durableOrDeferred(b *testing.B, bench func(b *testing.B, deferred bool)) {
 	for _, deferred := range []bool{false, true} {
 		name := "Durable"
 		if deferred {
 			name = "Deferred"
 		}
-		b.Run(name, func(b *testing.B) {
-			body := bytes.Repeat([]byte("agency,amount\n"), 2048/14)
-			key := func(a int, name string) string {
-				return fmt.Sprintf("agencies/agency=%04d/period=20260101T0000Z/%s.csv", a, name)
-			}
-			for b.Loop() {
-				b.StopTimer()
-				s, err := New(filepath.Join(b.TempDir(), "reports"))
-				if err != nil {
-					b.Fatal(err)
+		b.Run(name, func(b *testing.B) { bench(b, deferred) })
+	}
+}
+
+// newBenchSink is a new sink in a new folder, closed at the end of b
+// (made and closed outside the timing).
+func newBenchSink(b *testing.B) *Sink {
+	b.Helper()
+	b.StopTimer()
+	defer b.StartTimer()
+	s, err := New(filepath.Join(b.TempDir(), "reports"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// benchKey is agency a's file name in a period: each agency a folder.
+func benchKey(a int, name string) string {
+	return fmt.Sprintf("agencies/agency=%04d/period=20260101T0000Z/%s.csv", a, name)
+}
+
+var benchBody = bytes.Repeat([]byte("agency,amount\n"), 2048/14)
+
+func benchPut(b *testing.B, s *Sink, key string, deferred bool) error {
+	_, err := s.Put(b.Context(), key, bytes.NewReader(benchBody), int64(len(benchBody)), driver.PutOptions{Defer: deferred})
+	return err
+}
+
+// eachAgency calls fn for every agency, 4 at a time (publish's default
+// concurrency), failing b on an error.
+func eachAgency(b *testing.B, fn func(a int) error) {
+	const workers = 4
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for a := w; a < benchAgencies; a += workers {
+				if err := fn(a); err != nil {
+					b.Error(err)
+					return
 				}
-				for a := range agencies {
-					for _, n := range []string{"old", "new"} {
-						if _, err := s.Put(b.Context(), key(a, n), bytes.NewReader(body), int64(len(body)), driver.PutOptions{Defer: true}); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-				if err := s.Sync(b.Context()); err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				var wg sync.WaitGroup
-				for w := range workers {
-					wg.Go(func() {
-						for a := w; a < agencies; a += workers {
-							del := s.Delete
-							if deferred {
-								del = s.DeleteDeferred
-							}
-							if err := del(b.Context(), key(a, "old")); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					})
-				}
-				wg.Wait()
-				if err := s.Sync(b.Context()); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				s.Close()
-				b.StartTimer()
 			}
 		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/filesink"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/sink/driver"
@@ -59,20 +60,22 @@ func (b *syncOrder) Sync(ctx context.Context) error {
 	return b.Sink.Sync(ctx)
 }
 
-// TestObjectsSyncedBeforeManifest: a publication uploads its objects
-// deferred (a folder sink batches their fsyncs) and makes them durable
-// with one Sync after the last upload and before the manifest that lists
-// them; the intent, the due marker and the manifest are durable Puts.
-func TestObjectsSyncedBeforeManifest(t *testing.T) {
+// newSyncOrder is a folder sink in a test folder whose writes and Syncs
+// are recorded.
+func newSyncOrder(t *testing.T) *syncOrder {
+	t.Helper()
 	fs, err := filesink.New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fs.Close()
-	b := &syncOrder{Sink: fs}
-	p, sess := beginSession(t, b, &flagFence{})
-	ctx := context.Background()
-	files := tempFiles(t, p, 6)
+	t.Cleanup(func() { fs.Close() })
+	return &syncOrder{Sink: fs}
+}
+
+// publishRevision uploads files in sess, waits and commits them as
+// revision rev of p; it returns the files of the revision.
+func publishRevision(t *testing.T, sess *Session, p report.Period, rev int, reason string, files []encode.File) []report.FileInfo {
+	t.Helper()
 	for _, f := range files {
 		if err := sess.Upload(f); err != nil {
 			t.Fatal(err)
@@ -82,10 +85,22 @@ func TestObjectsSyncedBeforeManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &report.Manifest{Job: "j", PeriodStart: p.Start, PeriodEnd: p.End, Revision: 1, Reason: report.ReasonDelivery, Files: infos}
-	if err := sess.Commit(ctx, m); err != nil {
+	m := &report.Manifest{Job: "j", PeriodStart: p.Start, PeriodEnd: p.End, Revision: rev, Reason: reason, Files: infos}
+	if err := sess.Commit(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
+	return infos
+}
+
+// TestObjectsSyncedBeforeManifest: a publication uploads its objects
+// deferred (a folder sink batches their fsyncs) and makes them durable
+// with one Sync after the last upload and before the manifest that lists
+// them; the intent, the due marker and the manifest are durable Puts.
+func TestObjectsSyncedBeforeManifest(t *testing.T) {
+	b := newSyncOrder(t)
+	p, sess := beginSession(t, b, &flagFence{})
+	files := tempFiles(t, p, 6)
+	publishRevision(t, sess, p, 1, report.ReasonDelivery, files)
 	ops := slices.Clone(b.ops)
 	syncAt := slices.Index(ops, "sync")
 	manifestAt := slices.Index(ops, "put "+report.ManifestKey(p))
@@ -117,27 +132,10 @@ func TestObjectsSyncedBeforeManifest(t *testing.T) {
 // Syncs, then deletes the intents: a crash before the Sync leaves the
 // intents for the next cleanup.
 func TestCleanupSyncedBeforeIntents(t *testing.T) {
-	fs, err := filesink.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fs.Close()
-	b := &syncOrder{Sink: fs}
+	b := newSyncOrder(t)
 	ctx := context.Background()
 	p, sess := beginSession(t, b, &flagFence{})
-	for _, f := range tempFiles(t, p, 3) {
-		if err := sess.Upload(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	infos, err := sess.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &report.Manifest{Job: "j", PeriodStart: p.Start, PeriodEnd: p.End, Revision: 1, Reason: report.ReasonDelivery, Files: infos}
-	if err := sess.Commit(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	infos := publishRevision(t, sess, p, 1, report.ReasonDelivery, tempFiles(t, p, 3))
 	// Revision 2 keeps one object of the three: the other two are
 	// replaced, and deleted by its cleanup.
 	pb := sess.pb
@@ -150,20 +148,10 @@ func TestCleanupSyncedBeforeIntents(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := tempFiles(t, p, 1)[0]
-	if err := sess2.Upload(kept); err != nil {
-		t.Fatal(err)
-	}
-	infos2, err := sess2.Wait()
-	if err != nil {
-		t.Fatal(err)
-	}
 	b.mu.Lock()
 	b.ops = nil
 	b.mu.Unlock()
-	m2 := &report.Manifest{Job: "j", PeriodStart: p.Start, PeriodEnd: p.End, Revision: 2, Reason: report.ReasonRecheck, Files: infos2}
-	if err := sess2.Commit(ctx, m2); err != nil {
-		t.Fatal(err)
-	}
+	publishRevision(t, sess2, p, 2, report.ReasonRecheck, []encode.File{kept})
 	ops := slices.Clone(b.ops)
 	manifestAt := slices.Index(ops, "put "+report.ManifestKey(p))
 	lastDeferred, syncAt, intentDelete := -1, -1, -1
