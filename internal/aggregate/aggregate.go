@@ -121,16 +121,19 @@ func (a *Aggregator) row(tx *item.Transaction) *report.SummaryRow {
 			return r
 		}
 	}
-	// A copy of the id: tx's strings share one allocation with the rest of
-	// tx, which the map would keep alive, each key in a cache line of its
-	// own (cold at the next look-up's compare).
+	// Copies of the id and the currency code: tx's strings share memory
+	// with the rest of tx, and with other transactions (item.Strings),
+	// which the row would keep alive; a map key in that memory is also in
+	// a cache line of its own (cold at the next look-up's compare).
 	agency := tx.AgencyID
 	if rows == nil {
 		agency = strings.Clone(agency)
 	} else {
 		agency = rows[0].AgencyID
 	}
-	r := &report.SummaryRow{PeriodStart: a.p.Start.UTC(), PeriodEnd: a.p.End.UTC(), AgencyID: agency, Currency: tx.Currency}
+	cur := tx.Currency
+	cur.Code = strings.Clone(cur.Code)
+	r := &report.SummaryRow{PeriodStart: a.p.Start.UTC(), PeriodEnd: a.p.End.UTC(), AgencyID: agency, Currency: cur}
 	a.sums[agency] = append(rows, r)
 	a.nrows++
 	return r

@@ -147,6 +147,9 @@ func (d *deduper) sight(id, kind string) {
 	if n := len(d.sightings); n > 0 && d.sightings[n-1] == s {
 		return
 	}
+	// Kept until the claims commit: a copy, not a string of the batch's
+	// memory (which it would keep whole).
+	s.ID = strings.Clone(id)
 	d.sightings = append(d.sightings, s)
 }
 
@@ -189,7 +192,7 @@ func (d *deduper) decide(b *batch) error {
 		if e.conflict != nil {
 			for _, r := range e.conflict {
 				var tx item.Transaction
-				if err := decodeRecord(r.key, r.value, &tx); err != nil {
+				if err := decodeRecord(r.key, r.value, &tx, nil); err != nil {
 					return fmt.Errorf("sort by transaction id: %w", err)
 				}
 				r := newReject(tx.Item(), item.AttrTransactionID, tx.ID, fmt.Sprintf(reasonConflict, len(e.conflict)))

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/reportjob/reportjob/internal/item"
 )
 
 // recordIterator is the id-sorted records (*extsort.Iterator).
@@ -22,8 +24,12 @@ type batch struct {
 	entries []entry
 	// arena holds the encoded record of each candidate (entry.rec) until
 	// it is decoded.
-	arena  []byte
-	ids    []string // the candidates' ids, for the lookup
+	arena []byte
+	ids   []string // the candidates' ids, for the lookup
+	// strs makes the candidates' strings: a few allocations a batch, not
+	// one a candidate. (What is kept longer than the batch is copied:
+	// the sightings' ids.)
+	strs   item.Strings
 	ready  chan struct{}
 	claims map[string]Claim
 	err    error
@@ -177,7 +183,7 @@ func (g *grouper) recycle(b *batch) {
 	if cap(b.arena) > 4<<20 {
 		b.arena = nil // huge records: do not keep their memory
 	}
-	*b = batch{entries: b.entries[:0], ids: b.ids[:0], arena: b.arena[:0]}
+	*b = batch{entries: b.entries[:0], ids: b.ids[:0], arena: b.arena[:0], strs: b.strs}
 	select {
 	case g.free <- b:
 	default:
@@ -221,7 +227,7 @@ func (g *grouper) prepare(b *batch) error {
 			continue
 		}
 		r := e.rec
-		if err := decodeRecord(b.arena[r[0]:r[1]], b.arena[r[1]:r[2]], &e.cand.tx); err != nil {
+		if err := decodeRecord(b.arena[r[0]:r[1]], b.arena[r[1]:r[2]], &e.cand.tx, &b.strs); err != nil {
 			return fmt.Errorf("sort by transaction id: %w", err)
 		}
 		b.ids = append(b.ids, e.cand.tx.ID)

@@ -356,8 +356,9 @@ func keyID(key []byte) (id []byte, fp [FPLen]byte, ok bool) {
 }
 
 // decodeRecord decodes a sort record by transaction id (idKey, and the
-// transaction's AppendBinaryBody) into tx.
-func decodeRecord(key, value []byte, tx *item.Transaction) error {
+// transaction's AppendBinaryBody) into tx, its strings made by arena (nil:
+// an allocation of their own).
+func decodeRecord(key, value []byte, tx *item.Transaction, arena *item.Strings) error {
 	id, _, ok := keyID(key)
 	if !ok {
 		return fmt.Errorf("malformed key %q: %w", key, item.ErrCorruptRecord)
@@ -366,6 +367,9 @@ func decodeRecord(key, value []byte, tx *item.Transaction) error {
 	i := bytes.IndexByte(keys, 0) // partition keys hold no 0x00
 	if i < 0 {
 		return fmt.Errorf("malformed key %q: %w", key, item.ErrCorruptRecord)
+	}
+	if arena != nil {
+		return tx.DecodeBinaryBodyIn(arena, keys[:i], keys[i+1:], id, value)
 	}
 	return tx.DecodeBinaryBody(keys[:i], keys[i+1:], id, value)
 }

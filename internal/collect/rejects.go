@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/reportjob/reportjob/internal/item"
 )
@@ -54,7 +55,9 @@ const maxSightedIDs = 10_000
 func (l *rejectLog) sightID(it *item.Item) {
 	v, ok := it.Attrs[item.AttrTransactionID]
 	if ok && v.Type == item.String && CheckID(v.Text) == nil && len(l.ids) < maxSightedIDs {
-		l.ids = append(l.ids, v.Text)
+		// A copy: the item's strings may share memory with its page's
+		// (RecordSource), which the id would keep alive.
+		l.ids = append(l.ids, strings.Clone(v.Text))
 	}
 }
 

@@ -32,6 +32,8 @@ type Source interface {
 // item.Records: QueryRecords is Query (same pages, same order, same
 // errors) with each item as item.RecordOf would make it, decoded without
 // building the item's map when it has no attribute outside the contract.
+// The records' strings are never changed either, but may share memory with
+// other records' (item.Strings): a string kept long is copied first.
 // Read uses it when its Source has it.
 type RecordSource interface {
 	QueryRecords(ctx context.Context, pk, after string, fn func(page []item.Record) error) error
@@ -224,6 +226,14 @@ func CheckJob(job string) error {
 // CheckID reports whether id can be a claim's transaction id: non-empty,
 // valid UTF-8, at most MaxIDChars characters.
 func CheckID(id string) error {
+	// The usual id is ASCII: valid, one character a byte.
+	ascii := id != "" && len(id) <= MaxIDChars
+	for i := 0; ascii && i < len(id); i++ {
+		ascii = id[i] < utf8.RuneSelf
+	}
+	if ascii {
+		return nil
+	}
 	clip := id
 	if len(clip) > 300 {
 		clip = clip[:300] + "..."

@@ -83,7 +83,7 @@ func BenchmarkDecodeRecord(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			var r item.Record
-			err := decodeRecord(it.PK, k, v, &r)
+			err := decodeRecord(it.PK, k, v, &r, nil)
 			if err != nil || r.Present == 0 {
 				b.Fatal(err)
 			}

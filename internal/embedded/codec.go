@@ -119,12 +119,12 @@ func decodeItem(k, v []byte) (string, map[string]item.Value, error) {
 }
 
 // decodeRecord decodes a stored item of partition pk, sort key k and
-// attributes v into r (every field set), with one allocation for the
-// strings: the
-// sort key and the contract attributes' texts (not their names, which are
-// the package constants) are copied into one string, and a map is made
-// only for an item with other attributes. Its errors are decodeItem's.
-func decodeRecord(pk string, k, v []byte, r *item.Record) error {
+// attributes v into r (every field set). The sort key and the contract
+// attributes' texts (not their names, which are the package constants) are
+// copied into one string, made by strs (nil: an allocation of its own),
+// and a map is made only for an item with other attributes. Its errors are
+// decodeItem's.
+func decodeRecord(pk string, k, v []byte, r *item.Record, strs *item.Strings) error {
 	*r = item.Record{PK: pk}
 	var spans [item.NumContractAttrs]textSpan
 	size, ok := contractSpans(v, &spans)
@@ -139,15 +139,29 @@ func decodeRecord(pk string, k, v []byte, r *item.Record) error {
 		*r = item.RecordOf(&it)
 		return nil
 	}
-	var sb strings.Builder
-	sb.Grow(len(k) + size)
-	sb.Write(k)
-	for i := range spans {
-		if sp := &spans[i]; sp.present {
-			sb.Write(v[sp.start:sp.end])
+	var all string
+	if strs != nil {
+		var parts [1 + item.NumContractAttrs][]byte
+		parts[0] = k
+		n := 1
+		for i := range spans {
+			if sp := &spans[i]; sp.present {
+				parts[n] = v[sp.start:sp.end]
+				n++
+			}
 		}
+		all = strs.Concat(parts[:n]...)
+	} else {
+		var sb strings.Builder
+		sb.Grow(len(k) + size)
+		sb.Write(k)
+		for i := range spans {
+			if sp := &spans[i]; sp.present {
+				sb.Write(v[sp.start:sp.end])
+			}
+		}
+		all = sb.String()
 	}
-	all := sb.String()
 	r.SK = all[:len(k)]
 	at := len(k)
 	for i := range spans {

@@ -99,7 +99,7 @@ func TestDecodeRecord(t *testing.T) {
 		}
 		k := []byte(fmt.Sprintf("sk-%d", n))
 		sk, want, werr := decodeItem(k, v)
-		gerr := decodeRecord("pk", k, v, &rec) // over the previous record
+		gerr := decodeRecord("pk", k, v, &rec, nil) // over the previous record
 		if fmt.Sprint(werr) != fmt.Sprint(gerr) {
 			t.Fatalf("%x: decodeRecord error %v, decodeItem %v", v, gerr, werr)
 		}

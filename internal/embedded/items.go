@@ -87,10 +87,11 @@ func (s *Store) Query(ctx context.Context, pk, after string, fn func(page []item
 // QueryRecords is Query with each item given as its item.Record
 // (collect.RecordSource): the contract's attributes are decoded into the
 // Record's array, and no map is built for an item that has no other
-// attribute.
+// attribute. The strings of a page's records share memory (item.Strings).
 func (s *Store) QueryRecords(ctx context.Context, pk, after string, fn func(page []item.Record) error) error {
+	var strs item.Strings
 	return query(s, ctx, pk, after, func(k, v []byte, r *item.Record) error {
-		return decodeRecord(pk, k, v, r)
+		return decodeRecord(pk, k, v, r, &strs)
 	}, fn)
 }
 

@@ -49,19 +49,26 @@ func (t *Transaction) AppendBinaryBody(dst []byte) []byte {
 // copied: b may be reused after it returns. The copy is one allocation
 // for the whole record, which the strings share.
 func (t *Transaction) DecodeBinary(b []byte) error {
-	return t.decode(nil, nil, nil, b, 8)
+	return t.decode(nil, nil, nil, b, 8, nil)
 }
 
 // DecodeBinaryBody decodes a record AppendBinaryBody wrote into t, with
 // the keys and transaction id given apart. Like DecodeBinary, it copies
 // every string with one allocation.
 func (t *Transaction) DecodeBinaryBody(pk, sk, id, body []byte) error {
-	return t.decode(pk, sk, id, body, 5)
+	return t.decode(pk, sk, id, body, 5, nil)
+}
+
+// DecodeBinaryBodyIn is DecodeBinaryBody with t's strings made by s: in
+// memory shared with the other transactions s decodes.
+func (t *Transaction) DecodeBinaryBodyIn(s *Strings, pk, sk, id, body []byte) error {
+	return t.decode(pk, sk, id, body, 5, s)
 }
 
 // decode decodes b, which holds the last n of the 8 strings of
-// AppendBinary (n is 8 or 5: then pk, sk and id are the first three).
-func (t *Transaction) decode(pk, sk, id, b []byte, n int) error {
+// AppendBinary (n is 8 or 5: then pk, sk and id are the first three),
+// with the strings made by arena when it is not nil.
+func (t *Transaction) decode(pk, sk, id, b []byte, n int, arena *Strings) error {
 	d := decoder{b: b}
 	var offs [8][2]int // start and end of each string in all
 	for i := 8 - n; i < 8; i++ {
@@ -88,13 +95,17 @@ func (t *Transaction) decode(pk, sk, id, b []byte, n int) error {
 	} else {
 		// One copy: pk, sk, id, then the body's strings as they lie in b.
 		head := len(pk) + len(sk) + len(id)
-		var sb strings.Builder
-		sb.Grow(head + offs[7][1] - offs[3][0])
-		sb.Write(pk)
-		sb.Write(sk)
-		sb.Write(id)
-		sb.Write(b[offs[3][0]:offs[7][1]])
-		all = sb.String()
+		if arena != nil {
+			all = arena.Concat(pk, sk, id, b[offs[3][0]:offs[7][1]])
+		} else {
+			var sb strings.Builder
+			sb.Grow(head + offs[7][1] - offs[3][0])
+			sb.Write(pk)
+			sb.Write(sk)
+			sb.Write(id)
+			sb.Write(b[offs[3][0]:offs[7][1]])
+			all = sb.String()
+		}
 		offs[0] = [2]int{0, len(pk)}
 		offs[1] = [2]int{len(pk), len(pk) + len(sk)}
 		offs[2] = [2]int{len(pk) + len(sk), head}

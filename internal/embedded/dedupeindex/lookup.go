@@ -22,17 +22,21 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 	}
 	// Distinct ids in byte order: the reads walk the claims' pages in
 	// order (callers usually pass them sorted already).
-	seen := make([]string, 0, len(ids))
-	for _, id := range ids {
+	ascending := true // strictly: the ids are already distinct and in order
+	for i, id := range ids {
 		if err := collect.CheckID(id); err != nil {
 			return nil, fmt.Errorf("look up claims of job %q: %w", job, err)
 		}
-		seen = append(seen, id)
+		if i > 0 && id <= ids[i-1] {
+			ascending = false
+		}
 	}
-	if !slices.IsSorted(seen) {
+	seen := ids // not changed
+	if !ascending {
+		seen = slices.Clone(ids)
 		slices.Sort(seen)
+		seen = slices.Compact(seen)
 	}
-	seen = slices.Compact(seen)
 	if len(seen) > collect.MaxLookup {
 		return nil, fmt.Errorf("look up claims of job %q: %d distinct ids, at most %d per call", job, len(seen), collect.MaxLookup)
 	}

@@ -165,6 +165,9 @@ type claimWriter struct {
 	// writing receives the outcome of the batch being written, nil when
 	// none is.
 	writing chan writeResult
+	// written is the adds of the batch being written; once it is, their
+	// memory takes the next batch's (spare).
+	written, spare []pendingAdd
 }
 
 type writeResult struct {
@@ -259,8 +262,13 @@ func (w *claimWriter) startWrite(last bool) error {
 	if !last && len(adds) > blockEntries {
 		keep = len(adds) % blockEntries
 	}
-	w.adds = append(make([]pendingAdd, 0, cap(adds)), adds[len(adds)-keep:]...)
+	next := w.spare
+	if cap(next) < cap(adds) {
+		next = make([]pendingAdd, 0, cap(adds))
+	}
+	w.adds, w.spare = append(next[:0], adds[len(adds)-keep:]...), nil
 	adds = adds[:len(adds)-keep]
+	w.written = adds
 	w.rels = make([]string, 0, cap(rels))
 	done := make(chan writeResult, 1)
 	w.writing = done
@@ -277,6 +285,8 @@ func (w *claimWriter) wait() error {
 	if w.writing != nil {
 		r := <-w.writing
 		w.writing = nil
+		clear(w.written) // its ids: their memory is the batches' (item.Strings)
+		w.spare, w.written = w.written[:0], nil
 		if r.err != nil {
 			return w.fail(fmt.Errorf("%s: %w", w.ix.path, r.err))
 		}
