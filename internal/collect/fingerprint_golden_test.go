@@ -1,11 +1,13 @@
 package collect
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // TestFingerprintGolden pins the fingerprints to the values the first
@@ -68,4 +70,80 @@ func hexString(b []byte) string {
 		out[2*i], out[2*i+1] = digits[c>>4], digits[c&15]
 	}
 	return string(out)
+}
+
+// TestFingerprintV2Golden pins version 2 (report.ItemsFingerprint2), which
+// manifests record since: valid items by their keys, recorded time and
+// content fingerprint, an invalid one as in version 1. Two items that
+// differ only in how an amount is written are the same item; a new key,
+// recorded time or amount is not. The value was also computed apart, from
+// the formula in addTransaction's comment (Python's hashlib).
+func TestFingerprintV2Golden(t *testing.T) {
+	valid := func(amount, recorded, sk string) item.Item {
+		return item.Item{PK: "202601010000", SK: sk, Attrs: map[string]item.Value{
+			item.AttrTransactionID: item.S("tx-1"), item.AttrAgencyID: item.S("Agence Étoile"), item.AttrAmount: item.N(amount),
+			item.AttrCurrency: item.S("USD"), item.AttrKind: item.S("refund"), item.AttrCommissionBPS: item.N("1250"),
+			item.AttrCustomerID: item.S("c-1"), item.AttrProductID: item.S("p-1"), item.AttrRecordedAt: item.S(recorded)}}
+	}
+	const sk = "2026-01-01T00:00:12.7ZkKN6dce92mgcDD"
+	invalid := item.Item{PK: "202601010000", SK: "s", Attrs: map[string]item.Value{item.AttrTransactionID: item.S("tx-2"), item.AttrAmount: item.S("1.5e1")}}
+	for _, c := range []struct {
+		name string
+		it   item.Item
+		want string
+	}{
+		{"valid", valid("19.99", "2026-01-01T00:00:12.345Z", sk), "ca67f3278f71c422f0c13e09c759eda57bcd3c93ef0be8af81d1ac18f85e1781"},
+		{"amount written otherwise", valid("19.990", "2026-01-01T00:00:12.345Z", sk), "ca67f3278f71c422f0c13e09c759eda57bcd3c93ef0be8af81d1ac18f85e1781"},
+		{"recorded_at written otherwise", valid("19.99", "2026-01-01T01:00:12.345+01:00", sk), "ca67f3278f71c422f0c13e09c759eda57bcd3c93ef0be8af81d1ac18f85e1781"},
+		{"another amount", valid("19.98", "2026-01-01T00:00:12.345Z", sk), ""},
+		{"another recorded time", valid("19.99", "2026-01-01T00:00:12.346Z", sk), ""},
+		{"another sort key", valid("19.99", "2026-01-01T00:00:12.345Z", "2026-01-01T00:00:12.8ZkKN6dce92mgcDD"), ""},
+		// Hashed as in version 1.
+		{"invalid", invalid, "v1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := fingerprintV2(t, c.it)
+			switch c.want {
+			case "":
+				if base := fingerprintV2(t, valid("19.99", "2026-01-01T00:00:12.345Z", sk)); got == base {
+					t.Errorf("fingerprint %s, the same as the first item's", got)
+				}
+			case "v1":
+				var v1 Fingerprint
+				v1.Add(&c.it, nil)
+				if got != v1.String() {
+					t.Errorf("fingerprint %s, want version 1's %s", got, v1.String())
+				}
+			default:
+				if got != c.want {
+					t.Errorf("fingerprint %s, want %s", got, c.want)
+				}
+			}
+		})
+	}
+}
+
+// fingerprintV2 is the version 2 fingerprint of it alone, as Read computes
+// it.
+func fingerprintV2(t *testing.T, it item.Item) string {
+	t.Helper()
+	src := oneItem{it}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := report.Period{Start: start, End: start.Add(15 * time.Minute)}
+	c, err := Read(context.Background(), Config{Dir: t.TempDir(), Fingerprint: report.ItemsFingerprint2}, src, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.Fingerprint.String()
+}
+
+// oneItem is a Source of one item.
+type oneItem struct{ it item.Item }
+
+func (o oneItem) Query(ctx context.Context, pk, after string, fn func([]item.Item) error) error {
+	if pk != o.it.PK {
+		return nil
+	}
+	return fn([]item.Item{o.it})
 }

@@ -73,3 +73,44 @@ func TestFingerprint(t *testing.T) {
 		t.Error("an item removed: fingerprint unchanged")
 	}
 }
+
+// BenchmarkFingerprintAdd is the period fingerprint of one item of the
+// benchmark's shape (every contract attribute present).
+func BenchmarkFingerprintAdd(b *testing.B) {
+	it := fpItem("202601010000", "2026-01-01T00:00:22.7QJ3BKwXKXwJHmGa", map[string]item.Value{
+		item.AttrTransactionID: item.S("tx-1-6385"), item.AttrAgencyID: item.S("agency-0031"),
+		item.AttrAmount: item.N("100.125"), item.AttrCurrency: item.S("BHD"), item.AttrKind: item.S("purchase"),
+		item.AttrCommissionBPS: item.N("1000"), item.AttrCustomerID: item.S("cust-151198"),
+		item.AttrProductID: item.S("prod-4811"), item.AttrRecordedAt: item.S("2026-01-01T00:00:22.983Z"),
+	})
+	vals, present := it.Contract()
+	var f Fingerprint
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = f.addContract(it.PK, it.SK, &vals, present, buf)
+	}
+}
+
+// BenchmarkFingerprintAddV2 is BenchmarkFingerprintAdd in version 2: the
+// content fingerprint (which the dedupe needs anyway) and the item's
+// hash.
+func BenchmarkFingerprintAddV2(b *testing.B) {
+	it := fpItem("202601010000", "2026-01-01T00:00:22.7QJ3BKwXKXwJHmGa", map[string]item.Value{
+		item.AttrTransactionID: item.S("tx-1-6385"), item.AttrAgencyID: item.S("agency-0031"),
+		item.AttrAmount: item.N("100.125"), item.AttrCurrency: item.S("BHD"), item.AttrKind: item.S("purchase"),
+		item.AttrCommissionBPS: item.N("1000"), item.AttrCustomerID: item.S("cust-151198"),
+		item.AttrProductID: item.S("prod-4811"), item.AttrRecordedAt: item.S("2026-01-01T00:00:22.983Z"),
+	})
+	tx, err := item.Parse(it)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var f Fingerprint
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		fp := tx.Fingerprint()
+		buf = f.addTransaction(&tx, &fp, buf)
+	}
+}

@@ -39,6 +39,9 @@ type Config struct {
 	// SortMemBytes is the in-memory budget of each external sort (0: the
 	// sorter's default).
 	SortMemBytes int
+	// Fingerprint is the version of the items fingerprint to compute
+	// (report.FingerprintFor); 0 is the latest.
+	Fingerprint report.ItemsFingerprint
 	// AgencyProblem, when set, is asked once per agency id: a non-empty
 	// answer makes every item of that agency a reject with that reason (an
 	// id whose object keys the sink cannot store).
@@ -54,8 +57,10 @@ type Collected struct {
 	Partitions []string
 	// ItemsRead counts every item the Queries returned.
 	ItemsRead int64
-	// Fingerprint is the items' order-independent fingerprint.
-	Fingerprint Fingerprint
+	// Fingerprint is the items' order-independent fingerprint, of
+	// version FingerprintVersion.
+	Fingerprint        Fingerprint
+	FingerprintVersion report.ItemsFingerprint
 
 	cfg     Config
 	sorted  *extsort.Sorter
@@ -70,9 +75,16 @@ func Read(ctx context.Context, cfg Config, src Source, p report.Period) (*Collec
 	if cfg.Concurrency < 1 {
 		cfg.Concurrency = 1
 	}
+	if cfg.Fingerprint == 0 {
+		cfg.Fingerprint = report.LatestItemsFingerprint
+	}
+	if !cfg.Fingerprint.Valid() {
+		return nil, fmt.Errorf("items fingerprint version %d: this tool computes %d to %d",
+			cfg.Fingerprint, report.ItemsFingerprint1, report.LatestItemsFingerprint)
+	}
 	pks := report.Partitions(p, cfg.Shards)
 	c := &Collected{
-		Period: p, Partitions: pks, cfg: cfg,
+		Period: p, Partitions: pks, cfg: cfg, FingerprintVersion: cfg.Fingerprint,
 		sorted:  extsort.New(extsort.Options{Dir: cfg.Dir, MemBytes: cfg.SortMemBytes}),
 		rejects: make([]*rejectLog, len(pks)),
 	}
@@ -271,8 +283,18 @@ func (pr *partReader) flush() error {
 // sort records (flush) or the rejects.
 func (pr *partReader) add(r *item.Record, it *item.Item) error {
 	pr.res.items++
-	pr.buf = pr.res.fp.addContract(r.PK, r.SK, &r.Vals, r.Present, pr.buf)
 	tx, err := item.ParseContract(r.PK, r.SK, &r.Vals, r.Present)
+	var fp [32]byte
+	if err == nil {
+		// Hashed once, for the dedupe (the sort key) and the period's
+		// fingerprint in version 2.
+		fp = tx.Fingerprint()
+	}
+	if err == nil && pr.c.cfg.Fingerprint != report.ItemsFingerprint1 {
+		pr.buf = pr.res.fp.addTransaction(&tx, &fp, pr.buf)
+	} else {
+		pr.buf = pr.res.fp.addContract(r.PK, r.SK, &r.Vals, r.Present, pr.buf)
+	}
 	if err == nil {
 		if reason := pr.agencyProblem(tx.AgencyID); reason != "" {
 			err = &item.RejectError{Field: item.AttrAgencyID, Value: tx.AgencyID, Reason: reason}
@@ -294,7 +316,7 @@ func (pr *partReader) add(r *item.Record, it *item.Item) error {
 		return nil
 	}
 	// The value leaves out what the key holds (keys, id).
-	pr.key, pr.val = idKey(pr.key[:0], &tx), tx.AppendBinaryBody(pr.val[:0])
+	pr.key, pr.val = idKey(pr.key[:0], &tx, &fp), tx.AppendBinaryBody(pr.val[:0])
 	if err := pr.batch.Add(pr.key, pr.val); err != nil {
 		return fmt.Errorf("sort by transaction id: %w", err)
 	}
@@ -326,13 +348,12 @@ func (pr *partReader) agencyProblem(agency string) string {
 	return reason
 }
 
-// idKey appends the dedupe sort key of tx: transaction id, 0x00, content
-// fingerprint (FPLen bytes), partition key, 0x00, sort key. Transaction
-// ids hold no control character, so copies of one id sort together, by
-// content, then by keys: the first of identical copies is the one with the
-// smallest keys.
-func idKey(dst []byte, tx *item.Transaction) []byte {
-	fp := tx.Fingerprint()
+// idKey appends the dedupe sort key of tx, whose content fingerprint is
+// fp: transaction id, 0x00, the fingerprint's first FPLen bytes, partition
+// key, 0x00, sort key. Transaction ids hold no control character, so
+// copies of one id sort together, by content, then by keys: the first of
+// identical copies is the one with the smallest keys.
+func idKey(dst []byte, tx *item.Transaction, fp *[32]byte) []byte {
 	dst = append(dst, tx.ID...)
 	dst = append(dst, 0)
 	dst = append(dst, fp[:FPLen]...)

@@ -161,7 +161,8 @@ func (r *runner) publisher() *publish.Publisher {
 // compared by content (fingerprint and count), never by the partitions
 // they were read from, which change with keys.shards.
 func sameItems(m *report.Manifest, col *collect.Collected) bool {
-	return m.ItemsFingerprint == col.Fingerprint.String() && m.ItemsRead == col.ItemsRead
+	return m.FingerprintVersion() == col.FingerprintVersion &&
+		m.ItemsFingerprint == col.Fingerprint.String() && m.ItemsRead == col.ItemsRead
 }
 
 // collectConfig is how period p, whose published manifest is cur (nil if
@@ -174,6 +175,7 @@ func (r *runner) collectConfig(dir string, p report.Period, cur *report.Manifest
 	}
 	return collect.Config{
 		Shards: report.ReadShards(p, r.j.Shards, delivered), Concurrency: r.j.Concurrency, Dir: dir, SortMemBytes: r.j.SortMemBytes,
+		Fingerprint: report.FingerprintFor(cur),
 		AgencyProblem: func(agency string) string {
 			// The longest object name an agency folder holds.
 			key := report.AgencyPrefix(agency, report.Period{}) + "transactions-0123456789abcdef.parquet"
@@ -318,7 +320,8 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		Format: report.ManifestFormat, Job: j.Name, PeriodStart: p.Start.UTC(), PeriodEnd: p.End.UTC(),
 		Revision: revision, Reason: m.reason, GeneratedAt: j.now().UTC(), ToolVersion: j.Version, Sink: j.SinkURL,
 		Partitions: col.Partitions, ItemsRead: col.ItemsRead, ItemsFingerprint: fp,
-		Transactions: st.Transactions, DuplicatesWithinPeriod: st.DuplicatesWithinPeriod,
+		ItemsFingerprintVersion: col.FingerprintVersion,
+		Transactions:            st.Transactions, DuplicatesWithinPeriod: st.DuplicatesWithinPeriod,
 		DuplicatesAcrossPeriods: st.DuplicatesAcrossPeriods, Rejects: st.Rejects,
 		Totals: totals, Rates: &rates, ParquetLayout: layout, Files: files,
 	}

@@ -55,6 +55,11 @@ type Manifest struct {
 	// ItemsFingerprint is an order-independent fingerprint of those items
 	// (keys and contract attributes): see collect.Fingerprint.
 	ItemsFingerprint string `json:"items_fingerprint"`
+	// ItemsFingerprintVersion is how ItemsFingerprint hashes each item
+	// (see ItemsFingerprint); 0, absent, in manifests written before
+	// versions were recorded, which are version 1 (read it with
+	// FingerprintVersion).
+	ItemsFingerprintVersion ItemsFingerprint `json:"items_fingerprint_version,omitempty"`
 	// Transactions billed.
 	Transactions int64 `json:"transactions"`
 	// DuplicatesWithinPeriod are identical copies of a transaction billed
@@ -160,6 +165,9 @@ func ParseManifest(b []byte) (*Manifest, error) {
 	if err := m.checkLayout(); err != nil {
 		return nil, fmt.Errorf("parse manifest: %w", err)
 	}
+	if err := m.checkFingerprintVersion(); err != nil {
+		return nil, fmt.Errorf("parse manifest: %w", err)
+	}
 	return &m, nil
 }
 
@@ -184,7 +192,8 @@ func (m *Manifest) Keys() []string {
 }
 
 // SameContent reports whether m and o record the same delivery: the same
-// items, counts, totals, Parquet layout and objects. Revision, reason, previous hash,
+// items (fingerprint and its version), counts, totals, Parquet layout and
+// objects. Revision, reason, previous hash,
 // generation time, tool version, rates and replaced files are not
 // compared, nor
 // the partitions read: items are compared by content (the fingerprint), so
@@ -192,7 +201,8 @@ func (m *Manifest) Keys() []string {
 func (m *Manifest) SameContent(o *Manifest) bool {
 	return m.Job == o.Job && m.PeriodStart.Equal(o.PeriodStart) && m.PeriodEnd.Equal(o.PeriodEnd) &&
 		m.ItemsRead == o.ItemsRead &&
-		m.ItemsFingerprint == o.ItemsFingerprint && m.Transactions == o.Transactions &&
+		m.ItemsFingerprint == o.ItemsFingerprint && m.FingerprintVersion() == o.FingerprintVersion() &&
+		m.Transactions == o.Transactions &&
 		m.DuplicatesWithinPeriod == o.DuplicatesWithinPeriod && m.DuplicatesAcrossPeriods == o.DuplicatesAcrossPeriods &&
 		m.Rejects == o.Rejects && slices.Equal(m.Totals, o.Totals) && m.Layout() == o.Layout() &&
 		slices.Equal(m.Files, o.Files)
