@@ -62,8 +62,9 @@ func (ix *Index) Lookup(ctx context.Context, job string, ids []string) ([]collec
 		}
 		mergedBlocks := jb.Bucket(bucketMerged)
 		val := newValidity(jb.Bucket(bucketHeads))
+		var kb []byte // the id's bytes: one buffer for every id
 		for _, id := range seen {
-			kb := []byte(id)
+			kb = append(kb[:0], id...)
 			h := idHash(kb)
 			var (
 				c     claimValue
