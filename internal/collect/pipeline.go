@@ -183,7 +183,10 @@ func (g *grouper) recycle(b *batch) {
 	if cap(b.arena) > 4<<20 {
 		b.arena = nil // huge records: do not keep their memory
 	}
-	*b = batch{entries: b.entries[:0], ids: b.ids[:0], arena: b.arena[:0], strs: b.strs}
+	// Field by field: strs stays where it is (a Strings is not copied)
+	// and goes on making strings in its chunk.
+	b.entries, b.ids, b.arena = b.entries[:0], b.ids[:0], b.arena[:0]
+	b.ready, b.claims, b.err = nil, nil, nil
 	select {
 	case g.free <- b:
 	default:
