@@ -284,21 +284,24 @@ func (pr *partReader) flush() error {
 func (pr *partReader) add(r *item.Record, it *item.Item) error {
 	pr.res.items++
 	tx, err := item.ParseContract(r.PK, r.SK, &r.Vals, r.Present)
+	if err == nil {
+		if reason := pr.agencyProblem(tx.AgencyID); reason != "" {
+			err = &item.RejectError{Field: item.AttrAgencyID, Value: tx.AgencyID, Reason: reason}
+		}
+	}
 	var fp [32]byte
 	if err == nil {
 		// Hashed once, for the dedupe (the sort key) and the period's
 		// fingerprint in version 2.
 		fp = tx.Fingerprint()
 	}
+	// Version 2 hashes a transaction by what its reports show; a reject
+	// (also one for its agency, whose rejects line shows the item as read)
+	// is hashed as in version 1.
 	if err == nil && pr.c.cfg.Fingerprint != report.ItemsFingerprint1 {
 		pr.buf = pr.res.fp.addTransaction(&tx, &fp, pr.buf)
 	} else {
 		pr.buf = pr.res.fp.addContract(r.PK, r.SK, &r.Vals, r.Present, pr.buf)
-	}
-	if err == nil {
-		if reason := pr.agencyProblem(tx.AgencyID); reason != "" {
-			err = &item.RejectError{Field: item.AttrAgencyID, Value: tx.AgencyID, Reason: reason}
-		}
 	}
 	if err != nil {
 		var re *item.RejectError
