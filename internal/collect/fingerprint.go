@@ -21,8 +21,8 @@ var fingerprintAttrs = item.ContractAttrs
 // reads of a period give the same fingerprint exactly when they return the
 // same items (keys, and the contract attributes with their types and
 // exact text). Version 2 (ItemsFingerprint2: addTransaction) encodes a
-// valid item as what its reports are made of, and an invalid one as
-// version 1 does. The zero value is the fingerprint of no items.
+// valid item as what its reports are made of, and a rejected one (which
+// the rejects file shows as read) as version 1 does. The zero value is the fingerprint of no items.
 //
 // The canonical encoding of an item in version 1, each string as an 8-byte big-endian
 // length then its bytes: "reportjob.item.v1", the partition key, the sort

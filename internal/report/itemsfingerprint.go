@@ -22,8 +22,9 @@ const (
 	// content fingerprint (the SHA-256 the dedupe compares copies by,
 	// computed once for both): everything its reports are made of, and
 	// nothing else, so a rewrite that changes no report (an amount written
-	// "1.50" instead of "1.5") is no change. An item that does not
-	// validate is hashed as in version 1. About a third of version 1's
+	// "1.50" instead of "1.5") is no change. A rejected item (it does not
+	// validate, or the sink cannot store its agency's objects), which the
+	// rejects file shows as read, is hashed as in version 1. About a third of version 1's
 	// hashing (PERFORMANCE.md, Throughput (issue 19)).
 	ItemsFingerprint2 ItemsFingerprint = 2
 	// LatestItemsFingerprint is the version of a period read for its
