@@ -133,7 +133,9 @@ type deduper struct {
 	oldValid bool
 
 	// sightings are the copies of transactions the period saw and did
-	// not bill (SightingIndex), recorded before the claims commit.
+	// not bill (SightingIndex), recorded before the claims commit: in
+	// batches of sightingBatch as the walk goes (flushSightings), the
+	// rest at the end.
 	sightings []Sighting
 }
 
@@ -180,6 +182,9 @@ func (d *deduper) run(ctx context.Context, it recordIterator) error {
 			return err
 		}
 		g.recycle(b)
+		if err := d.flushSightings(ctx, false); err != nil {
+			return err
+		}
 	}
 	return g.err
 }
@@ -366,16 +371,8 @@ func (d *deduper) finishClaims(ctx context.Context) error {
 	if err := d.fence(); err != nil {
 		return err
 	}
-	if si, ok := d.o.Index.(SightingIndex); ok && len(d.sightings) > 0 {
-		// One period, one expiry: a sighting is its (id, kind).
-		slices.SortFunc(d.sightings, func(a, b Sighting) int { return cmp.Or(strings.Compare(a.ID, b.ID), strings.Compare(a.Kind, b.Kind)) })
-		d.sightings = slices.CompactFunc(d.sightings, func(a, b Sighting) bool { return a.ID == b.ID && a.Kind == b.Kind })
-		if err := si.RecordSightings(ctx, d.o.Job, d.sightings, d.sweep()); err != nil {
-			return fmt.Errorf("write the dedupe index: sightings: %w", err)
-		}
-		if err := d.fence(); err != nil {
-			return err
-		}
+	if err := d.flushSightings(ctx, true); err != nil {
+		return err
 	}
 	err := d.cw.Commit()
 	d.cw = nil
@@ -385,6 +382,33 @@ func (d *deduper) finishClaims(ctx context.Context) error {
 	}
 	crashpoint.Hit(crashpoint.AfterClaims)
 	return nil
+}
+
+// sightingBatch is how many sightings Dedupe holds before it records
+// them: a period of millions of copies that other periods billed (a
+// producer's replay) records them as it goes, in memory bounded by this,
+// and in write transactions of this size.
+const sightingBatch = 10_000
+
+// flushSightings records the sightings held, when they are sightingBatch
+// or more, or all of them: fenced before and after, as the claims are.
+func (d *deduper) flushSightings(ctx context.Context, all bool) error {
+	si, ok := d.o.Index.(SightingIndex)
+	if !ok || len(d.sightings) == 0 || (!all && len(d.sightings) < sightingBatch) {
+		return nil
+	}
+	if err := d.fence(); err != nil {
+		return err
+	}
+	// One period, one expiry: a sighting is its (id, kind).
+	slices.SortFunc(d.sightings, func(a, b Sighting) int { return cmp.Or(strings.Compare(a.ID, b.ID), strings.Compare(a.Kind, b.Kind)) })
+	d.sightings = slices.CompactFunc(d.sightings, func(a, b Sighting) bool { return a.ID == b.ID && a.Kind == b.Kind })
+	if err := si.RecordSightings(ctx, d.o.Job, d.sightings, d.sweep()); err != nil {
+		return fmt.Errorf("write the dedupe index: sightings: %w", err)
+	}
+	clear(d.sightings)
+	d.sightings = d.sightings[:0]
+	return d.fence()
 }
 
 func (d *deduper) abortClaims() {

@@ -32,8 +32,9 @@ type Sighting struct {
 
 // SightingIndex is an Index that also records sightings. Both stores'
 // indexes are; Dedupe records sightings only in an Index that is one.
-// Writes are rare (a copy across periods, a conflict): the billing of the
-// transactions costs nothing more.
+// Writes are usually rare (a copy across periods, a conflict): the billing
+// of the transactions costs nothing more. A period of many (a producer's
+// replay) records them in calls of about 10,000, as its dedupe goes.
 type SightingIndex interface {
 	Index
 	// RecordSightings stores ss. It is idempotent: the same (id, period,
