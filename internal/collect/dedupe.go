@@ -94,6 +94,9 @@ func (c *Collected) Dedupe(ctx context.Context, o DedupeOptions, emit func(tx *i
 		for _, l := range c.rejects {
 			for _, id := range l.ids {
 				d.sight(id, SightingRejected)
+				if err := d.flushSightings(ctx, false); err != nil {
+					return st, err
+				}
 			}
 		}
 		if err := d.finishClaims(ctx); err != nil {
