@@ -104,9 +104,6 @@ type lineDecoder struct {
 	// sorted by agency, then currency, so the strings are made once per
 	// agency and currency, not per line item.
 	agency, currency string
-	// strs makes the line items' other strings, in chunks a few hundred
-	// line items share (they are encoded, and dropped, in that order).
-	strs item.Strings
 }
 
 // decode decodes a line item's sort record into li. The key is lineKey's;
@@ -131,7 +128,7 @@ func (d *lineDecoder) decode(k, v []byte, li *report.LineItem) error {
 		return fmt.Errorf("line items: %w", item.ErrCorruptRecord)
 	}
 	id := v[n : n+int(idLen)]
-	if err := li.Tx.DecodeBinaryBodyIn(&d.strs, k[end+1:], k[start:end], id, v[n+int(idLen):len(v)-4]); err != nil {
+	if err := li.Tx.DecodeBinaryBody(k[end+1:], k[start:end], id, v[n+int(idLen):len(v)-4]); err != nil {
 		return fmt.Errorf("line items: %w", err)
 	}
 	if li.Tx.AgencyID != "" || li.Tx.Currency.Code != "" {
