@@ -9,15 +9,8 @@ import (
 // as written, absent is version 1, a version this tool does not compute is
 // refused, and manifests of different versions are never SameContent.
 func TestManifestFingerprintVersion(t *testing.T) {
-	encode := func(m *Manifest) string {
-		b, err := m.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
 	old := bigManifest(2, 0)
-	if body := encode(old); strings.Contains(body, "items_fingerprint_version") {
+	if body := marshalManifest(t, old); strings.Contains(body, "items_fingerprint_version") {
 		t.Fatalf("a manifest without a version writes items_fingerprint_version:\n%s", body)
 	}
 	if FingerprintFor(nil) != LatestItemsFingerprint {
@@ -40,7 +33,7 @@ func TestManifestFingerprintVersion(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := bigManifest(2, 0)
 			m.ItemsFingerprintVersion = tt.set
-			b := encode(m)
+			b := marshalManifest(t, m)
 			if tt.json != "" && !strings.Contains(b, tt.json) {
 				t.Errorf("manifest lacks %s:\n%s", tt.json, b)
 			}

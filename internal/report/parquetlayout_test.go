@@ -9,15 +9,8 @@ import (
 // absent is layout 1, a layout this tool does not write is refused, and
 // a manifest of layout 1 without the field is SameContent as one with it.
 func TestManifestParquetLayout(t *testing.T) {
-	encode := func(m *Manifest) string {
-		b, err := m.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
-	}
 	old := bigManifest(2, 0)
-	body := encode(old)
+	body := marshalManifest(t, old)
 	if strings.Contains(body, "parquet_layout") {
 		t.Fatalf("a manifest without a layout writes parquet_layout:\n%s", body)
 	}
@@ -38,7 +31,7 @@ func TestManifestParquetLayout(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := bigManifest(2, 0)
 			m.ParquetLayout = tt.set
-			b := encode(m)
+			b := marshalManifest(t, m)
 			if tt.json != "" && !strings.Contains(b, tt.json) {
 				t.Errorf("manifest lacks %s:\n%s", tt.json, b)
 			}
@@ -63,4 +56,14 @@ func TestManifestParquetLayout(t *testing.T) {
 	if LayoutFor(nil) != LatestParquetLayout {
 		t.Errorf("LayoutFor(nil) = %d, want the latest, %d", LayoutFor(nil), LatestParquetLayout)
 	}
+}
+
+// marshalManifest is m.Marshal as a string; an error fails the test.
+func marshalManifest(t *testing.T, m *Manifest) string {
+	t.Helper()
+	b, err := m.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
