@@ -127,7 +127,7 @@ func decodeItem(k, v []byte) (string, map[string]item.Value, error) {
 func decodeRecord(pk string, k, v []byte, r *item.Record, strs *item.Strings) error {
 	*r = item.Record{PK: pk}
 	var spans [item.NumContractAttrs]textSpan
-	size, ok := contractSpans(v, &spans)
+	ok := contractSpans(v, &spans)
 	if !ok {
 		// Another attribute, or a corrupt encoding: the map's way, whose
 		// errors these are.
@@ -139,29 +139,16 @@ func decodeRecord(pk string, k, v []byte, r *item.Record, strs *item.Strings) er
 		*r = item.RecordOf(&it)
 		return nil
 	}
-	var all string
-	if strs != nil {
-		var parts [1 + item.NumContractAttrs][]byte
-		parts[0] = k
-		n := 1
-		for i := range spans {
-			if sp := &spans[i]; sp.present {
-				parts[n] = v[sp.start:sp.end]
-				n++
-			}
+	var parts [1 + item.NumContractAttrs][]byte
+	parts[0] = k
+	n := 1
+	for i := range spans {
+		if sp := &spans[i]; sp.present {
+			parts[n] = v[sp.start:sp.end]
+			n++
 		}
-		all = strs.Concat(parts[:n]...)
-	} else {
-		var sb strings.Builder
-		sb.Grow(len(k) + size)
-		sb.Write(k)
-		for i := range spans {
-			if sp := &spans[i]; sp.present {
-				sb.Write(v[sp.start:sp.end])
-			}
-		}
-		all = sb.String()
 	}
+	all := strs.Concat(parts[:n]...)
 	r.SK = all[:len(k)]
 	at := len(k)
 	for i := range spans {
@@ -183,38 +170,34 @@ type textSpan struct {
 }
 
 // contractSpans finds the contract attributes of the encoding b: where
-// their texts are, and their total length. ok is false when b has an
+// their texts are. ok is false when b has an
 // attribute outside the contract or does not decode.
-func contractSpans(b []byte, spans *[item.NumContractAttrs]textSpan) (size int, ok bool) {
+func contractSpans(b []byte, spans *[item.NumContractAttrs]textSpan) (ok bool) {
 	if len(b) == 0 || b[0] != codecVersion {
-		return 0, false
+		return false
 	}
 	n, pos, err := uvarintAt(b, 1)
 	if err != nil || n > uint64(len(b)-pos) {
-		return 0, false
+		return false
 	}
 	for range n {
 		ns, ne, ok := spanAt(b, pos)
 		if !ok {
-			return 0, false
+			return false
 		}
 		i := contractPos(b[ns:ne])
 		if i < 0 || ne >= len(b) {
-			return 0, false
+			return false
 		}
 		typ := item.Type(b[ne])
 		ts, te, ok := spanAt(b, ne+1)
 		if !ok {
-			return 0, false
+			return false
 		}
 		pos = te
-		if spans[i].present { // a name twice: the last one counts, as in a map
-			size -= spans[i].end - spans[i].start
-		}
-		spans[i] = textSpan{start: ts, end: te, typ: typ, present: true}
-		size += te - ts
+		spans[i] = textSpan{start: ts, end: te, typ: typ, present: true} // a name twice: the last one counts, as in a map
 	}
-	return size, pos == len(b)
+	return pos == len(b)
 }
 
 // spanAt is lenStringAt without its error value (ok is false where it

@@ -19,11 +19,20 @@ type Strings struct {
 const stringsChunk = 32 << 10
 
 // Concat returns the concatenation of parts as a string in the current
-// chunk (a new one when it has no room left).
+// chunk (a new one when it has no room left). A nil *Strings makes the
+// string in an allocation of its own, of its size.
 func (s *Strings) Concat(parts ...[]byte) string {
 	n := 0
 	for _, p := range parts {
 		n += len(p)
+	}
+	if s == nil {
+		var b strings.Builder
+		b.Grow(n)
+		for _, p := range parts {
+			b.Write(p)
+		}
+		return b.String()
 	}
 	if s.b.Cap()-s.b.Len() < n {
 		// The old chunk stays, whole, for as long as its strings.

@@ -3,7 +3,6 @@ package item
 import (
 	"encoding/binary"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/money"
@@ -67,7 +66,7 @@ func (t *Transaction) DecodeBinaryBodyIn(s *Strings, pk, sk, id, body []byte) er
 
 // decode decodes b, which holds the last n of the 8 strings of
 // AppendBinary (n is 8 or 5: then pk, sk and id are the first three),
-// with the strings made by arena when it is not nil.
+// with the strings made by arena (nil: one allocation of their own).
 func (t *Transaction) decode(pk, sk, id, b []byte, n int, arena *Strings) error {
 	d := decoder{b: b}
 	var offs [8][2]int // start and end of each string in all
@@ -95,17 +94,7 @@ func (t *Transaction) decode(pk, sk, id, b []byte, n int, arena *Strings) error 
 	} else {
 		// One copy: pk, sk, id, then the body's strings as they lie in b.
 		head := len(pk) + len(sk) + len(id)
-		if arena != nil {
-			all = arena.Concat(pk, sk, id, b[offs[3][0]:offs[7][1]])
-		} else {
-			var sb strings.Builder
-			sb.Grow(head + offs[7][1] - offs[3][0])
-			sb.Write(pk)
-			sb.Write(sk)
-			sb.Write(id)
-			sb.Write(b[offs[3][0]:offs[7][1]])
-			all = sb.String()
-		}
+		all = arena.Concat(pk, sk, id, b[offs[3][0]:offs[7][1]])
 		offs[0] = [2]int{0, len(pk)}
 		offs[1] = [2]int{len(pk), len(pk) + len(sk)}
 		offs[2] = [2]int{len(pk) + len(sk), head}
