@@ -90,8 +90,10 @@ type bench struct {
 	ddb  string
 	work string
 	keep bool
-	log  io.Writer
-	res  results
+	// repeat is how many times the run scenario runs each job.
+	repeat int
+	log    io.Writer
+	res    results
 }
 
 func main() {
@@ -115,6 +117,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ddb := fs.String("dynamodb", os.Getenv(ddbEnv), "DynamoDB Local endpoint (default $"+ddbEnv+")")
 	splitRuns := fs.Int("split-runs", 1, "ddbsplit: runs (each with a fresh state table)")
 	splitTable := fs.String("split-table", "", "ddbsplit: data table to use, filled only when created (keep it across invocations)")
+	repeat := fs.Int("repeat", 0, "run: how many times to run each job, the fastest counted (default 3 with -full, else 1)")
 	runSizes := fs.String("sizes", "", "override the sizes of every scenario with a comma-separated list (smoke runs)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -122,10 +125,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *bin == "" {
 		return fmt.Errorf("-bin is required")
 	}
-	b := &bench{bin: *bin, ddb: *ddb, keep: *keep, log: stderr}
+	b := &bench{bin: *bin, ddb: *ddb, keep: *keep, log: stderr, repeat: *repeat}
 	sz, mode := smallSizes, "small"
 	if *full {
 		sz, mode = fullSizes, "full"
+	}
+	switch {
+	case *repeat < 0:
+		return fmt.Errorf("-repeat %d: want 1 or more", *repeat)
+	case *repeat == 0 && *full:
+		b.repeat = 3
+	case *repeat == 0:
+		b.repeat = 1
 	}
 	if *runSizes != "" {
 		var list []int

@@ -38,9 +38,24 @@ func writeMarkdown(w io.Writer, r *results) {
 			if x.NoStatementFiles {
 				files = "none"
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %.1f | %s | %s | %.0f %% | %.0f | %.0f | %.0f | %.1f (%.1f) | %d |\n",
-				count(x.Size), yesNo(x.LineItems), window, files, p.WallMS/1000, count(int(x.TxPerSec)), count(int(x.RawReadPerSec)),
-				100*x.Ratio, mb(p.PeakAnonKB), mb(p.PeakFileKB), mb(p.MaxRSSKB), (p.UserMS+p.SysMS)/1000, p.SysMS/1000, x.Objects)
+			wall, ratio, anon := fmt.Sprintf("%.1f", p.WallMS/1000), fmt.Sprintf("%.0f %%", 100*x.Ratio), mb(p.PeakAnonKB)
+			if x.Repeats > 1 {
+				walls := make([]string, len(x.WallsMS))
+				for i, ms := range x.WallsMS {
+					walls[i] = fmt.Sprintf("%.1f", ms/1000)
+				}
+				wall = fmt.Sprintf("%s (%s)", wall, strings.Join(walls, ", "))
+				ratio = fmt.Sprintf("%.0f %% (%.0f, %.0f)", 100*x.Ratio, 100*x.MedianRatio, 100*x.FirstRatio)
+				anon = mb(x.PeakAnonMaxKB)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.1f (%.1f) | %d |\n",
+				count(x.Size), yesNo(x.LineItems), window, files, wall, count(int(x.TxPerSec)), count(int(x.RawReadPerSec)),
+				ratio, anon, mb(p.PeakFileKB), mb(p.MaxRSSKB), (p.UserMS+p.SysMS)/1000, p.SysMS/1000, x.Objects)
+		}
+		if len(r.Run) > 0 && r.Run[0].Repeats > 1 {
+			fmt.Fprintf(w, "\nEach job ran %d times, the five in turn: wall s is the fastest run's (every run's in brackets, in order), "+
+				"the ratio the fastest's (the median's, the first's), tx/s and CPU the fastest's, peak RssAnon the highest of all %d.\n",
+				r.Run[0].Repeats, r.Run[0].Repeats)
 		}
 		fmt.Fprintln(w, "\nRaw read of the same items from the store (one goroutine, best of 3):")
 		fmt.Fprintln(w, "")

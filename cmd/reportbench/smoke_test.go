@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -129,5 +130,54 @@ func TestFailedScenarioKeepsResults(t *testing.T) {
 	}
 	if md := stdout.String(); !strings.Contains(md, "Stopped by a failed scenario") || !strings.Contains(md, "records/s") {
 		t.Errorf("tables after a failure:\n%s", md)
+	}
+}
+
+// TestRunRepeat: with -repeat each job of the run scenario runs that many
+// times, each a first delivery of its own job that bills every
+// transaction; its row is the fastest run, with every run's wall time,
+// the median's and the first's ratios, and the highest RssAnon of all.
+func TestRunRepeat(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "reportjob")
+	build := exec.Command("go", "build", "-o", bin, "github.com/reportjob/reportjob/cmd/reportjob")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out := filepath.Join(dir, "results.json")
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{"-bin", bin, "-sizes", "200", "-only", "run", "-repeat", "3", "-keep", "-json", out, "-work", filepath.Join(dir, "work")},
+		&stdout, &stderr)
+	if err != nil {
+		t.Fatalf("reportbench: %v\nstderr:\n%s", err, stderr.String())
+	}
+	var res results
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Run) != 5 {
+		t.Fatalf("%d run rows, want 5", len(res.Run))
+	}
+	for _, r := range res.Run {
+		if r.Tx != 200 || r.Repeats != 3 || len(r.WallsMS) != 3 || r.Proc.WallMS != slices.Min(r.WallsMS) ||
+			r.Ratio < r.MedianRatio || r.MedianRatio <= 0 || r.FirstRatio <= 0 || r.Ratio < r.FirstRatio ||
+			r.PeakAnonMaxKB < r.Proc.PeakAnonKB {
+			t.Errorf("run row %+v: want the fastest of 3 runs, every run's wall time, the median's and the first's ratios", r)
+		}
+	}
+	if md := stdout.String(); !strings.Contains(md, "Each job ran 3 times") {
+		t.Errorf("markdown lacks the repeats:\n%s", md)
+	}
+	// Each run was a job of its own: three reports folders per variant.
+	dirs, err := filepath.Glob(filepath.Join(dir, "work", "run-200-*", "reports-summary*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) != 9 {
+		t.Errorf("summary reports folders %v: want 3 runs of 3 summary jobs", dirs)
 	}
 }
