@@ -78,6 +78,9 @@ type rawRow struct {
 	// ReadPerSec: Query + decode; ParsePerSec: the same plus item.Parse.
 	ReadPerSec  float64 `json:"read_items_per_s"`
 	ParsePerSec float64 `json:"read_parse_items_per_s"`
+	// ReadPasses is every Query + decode pass, in order: those before
+	// the runs, then those after.
+	ReadPasses []float64 `json:"read_passes_items_per_s"`
 }
 
 // ingestRow is one `ingest` of the binary.
@@ -154,6 +157,7 @@ func (b *bench) runEmbedded(ctx context.Context, sizes []int) error {
 			return err
 		}
 		b.res.RawRead = append(b.res.RawRead, raw)
+		b.logf("run %d: raw read %.0f items/s (passes %.0f)", n, raw.ReadPerSec, raw.ReadPasses)
 		variants := []struct {
 			job                         string
 			lines, noWindow, noStmtFile bool
@@ -209,7 +213,9 @@ func (b *bench) runEmbedded(ctx context.Context, sizes []int) error {
 		if err != nil {
 			return err
 		}
+		b.logf("run %d: raw read after the runs %.0f items/s (passes %.0f)", n, raw2.ReadPerSec, raw2.ReadPasses)
 		r := &b.res.RawRead[len(b.res.RawRead)-1]
+		r.ReadPasses = append(r.ReadPasses, raw2.ReadPasses...)
 		r.ReadPerSec, r.ParsePerSec = max(r.ReadPerSec, raw2.ReadPerSec), max(r.ParsePerSec, raw2.ParsePerSec)
 		for i := range b.res.Run {
 			if row := &b.res.Run[i]; row.Size == n {
@@ -263,7 +269,11 @@ func rawRead(ctx context.Context, path string, want int) (rawRow, error) {
 			if n != want {
 				return row, fmt.Errorf("raw read of %s: %d items, want %d", path, n, want)
 			}
-			best = max(best, float64(n)/time.Since(start).Seconds())
+			rate := float64(n) / time.Since(start).Seconds()
+			best = max(best, rate)
+			if !parse {
+				row.ReadPasses = append(row.ReadPasses, rate)
+			}
 		}
 		if parse {
 			row.ParsePerSec = best
