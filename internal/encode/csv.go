@@ -141,7 +141,7 @@ func (lw *LineItemCSVWriter) Write(li *report.LineItem) error {
 	b = appendMinor(append(b, ','), c.Digits, tx.Amount)
 	b = appendMinor(append(b, ','), c.Digits, li.Commission)
 	b = strconv.AppendInt(append(b, ','), int64(li.BPS), 10)
-	b = tx.RecordedAt.UTC().AppendFormat(append(b, ','), time.RFC3339Nano)
+	b = appendCSVTime(append(b, ','), tx.RecordedAt)
 	b = appendCSVText(append(b, ','), tx.PK)
 	b = appendCSVText(append(b, ','), tx.SK)
 	lw.buf = append(b, '\r', '\n')
@@ -233,10 +233,8 @@ func csvNeedsQuotes(prefix, s string) bool {
 	if prefix == "" && s == `\.` {
 		return true
 	}
-	for i := 0; i < len(s); i++ {
-		if csvSpecial[s[i]] {
-			return true
-		}
+	if hasCSVSpecial(s) {
+		return true
 	}
 	if prefix != "" {
 		return false // starts with ', not a space
@@ -250,6 +248,30 @@ func csvNeedsQuotes(prefix, s string) bool {
 	}
 	r1, _ := utf8.DecodeRuneInString(s)
 	return unicode.IsSpace(r1)
+}
+
+// hasCSVSpecial reports whether s holds a byte of csvSpecial. It tests
+// eight bytes at a time (a cell is mostly ids and keys of 10 to 40
+// bytes): a word holds byte c exactly when w^(c*lsb) has a zero byte,
+// which (x-lsb) & ^x & msb finds without a false positive in the lowest
+// such byte and none at all when there is no zero byte.
+func hasCSVSpecial(s string) bool {
+	const lsb, msb = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		comma, quote, cr, lf := w^(','*lsb), w^('"'*lsb), w^('\r'*lsb), w^('\n'*lsb)
+		if ((comma-lsb)&^comma|(quote-lsb)&^quote|(cr-lsb)&^cr|(lf-lsb)&^lf)&msb != 0 {
+			return true
+		}
+	}
+	for ; i < len(s); i++ {
+		if csvSpecial[s[i]] {
+			return true
+		}
+	}
+	return false
 }
 
 // appendMinor appends minor units of a currency with digits decimals as
@@ -275,6 +297,36 @@ func appendMinor(b []byte, digits int, minor int64) []byte {
 	}
 	cut := len(d) - digits
 	return append(append(append(b, d[:cut]...), '.'), d[cut:]...)
+}
+
+// appendCSVTime appends t as csvTime formats it, without parsing a
+// layout for each cell (time.AppendFormat's cost): years 0 to 9999; any
+// other goes through AppendFormat.
+func appendCSVTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, time.RFC3339Nano)
+	}
+	hour, minute, sec := t.Clock()
+	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10))
+	if ns := t.Nanosecond(); ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i >= 1; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for frac[n-1] == '0' {
+			n--
+		}
+		b = append(b, frac[:n]...)
+	}
+	return append(b, 'Z')
 }
 
 // csvTime formats t as RFC 3339 in UTC, with fractional seconds only when

@@ -138,3 +138,44 @@ func BenchmarkLineItemCSV(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// TestHasCSVSpecial: the word-at-a-time test agrees with csvSpecial, byte
+// by byte, for each special byte and its neighbours at every position of
+// strings up to three words long.
+func TestHasCSVSpecial(t *testing.T) {
+	probes := []byte{',', '"', '\r', '\n', '+', '!', '#', '\t', 0, 0x80, 0xac, 0xff, 'a'}
+	for n := 0; n <= 24; n++ {
+		for pos := range n {
+			for _, c := range probes {
+				b := bytes.Repeat([]byte{'x'}, n)
+				b[pos] = c
+				s := string(b)
+				want := false
+				for i := 0; i < len(s); i++ {
+					want = want || csvSpecial[s[i]]
+				}
+				if got := hasCSVSpecial(s); got != want {
+					t.Fatalf("hasCSVSpecial(%q) = %t, want %t", s, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestAppendCSVTime: the hand-written format is csvTime's, from the first
+// year to the last of the 4-digit ones and past them, at every fraction
+// length.
+func TestAppendCSVTime(t *testing.T) {
+	var times []time.Time
+	for _, y := range []int{-1, 0, 1, 9, 10, 99, 100, 999, 1000, 1677, 1970, 1999, 2000, 2024, 2262, 9999, 10000} {
+		for _, ns := range []int{0, 1, 10, 100_000, 120_000_000, 123_456_789, 500_000_000, 999_999_999} {
+			times = append(times, time.Date(y, time.December, 31, 23, 59, 59, ns, time.UTC), time.Date(y, time.January, 1, 0, 0, 0, ns, time.UTC))
+		}
+	}
+	times = append(times, time.Date(2024, 2, 29, 12, 30, 5, 7, time.FixedZone("x", 5*3600+1800)), time.Unix(0, math.MinInt64), time.Unix(0, math.MaxInt64), time.Time{})
+	for _, at := range times {
+		if got, want := string(appendCSVTime([]byte("x"), at)), "x"+csvTime(at); got != want {
+			t.Errorf("appendCSVTime(%v) = %q, want %q", at, got, want)
+		}
+	}
+}
