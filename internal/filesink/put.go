@@ -114,6 +114,9 @@ func (s *Sink) placeNew(ctx context.Context, key, tmp string, t tempFile, durabl
 // finish closes the file placed at key and makes its name durable, or,
 // for a deferred Put (durable false), leaves that to Sync.
 func (s *Sink) finish(key string, f *os.File, fi fs.FileInfo, durable bool) (driver.Attrs, error) {
+	if !durable {
+		writeback(f)
+	}
 	if err := f.Close(); err != nil {
 		return driver.Attrs{}, fmt.Errorf("close %s: %w", key, err)
 	}

@@ -38,6 +38,11 @@ import (
 //     systems) by fsyncing every recorded file and every folder on the way
 //     to it (each once), syncWorkers at a time.
 //
+// A deferred Put also starts its file's write-out without waiting (on
+// Linux, sync_file_range(2): startWriteback), so that the disk writes the
+// period's files while the job encodes the next ones; Sync then waits for
+// what is left (at 1M line items, 0.10-0.23 s before, 0.02-0.03 s after).
+//
 // A deferred Delete (DeleteDeferred: a publication's cleanup) removes the
 // file and the folders it leaves empty at once, and records the folder
 // left; Sync makes the removals durable in the same round (syncfs, or an
@@ -57,6 +62,8 @@ const syncWorkers = 8
 var (
 	syncFile       = (*os.File).Sync
 	syncFilesystem = syncFS
+	// writeback starts writing out a deferred Put's file (startWriteback).
+	writeback = startWriteback
 )
 
 // durable reports whether a Put with opts must be durable when it

@@ -23,12 +23,20 @@ type syncLog struct {
 	syncfs  int
 	fsErr   error
 	realErr error
+	// writebacks counts the write-backs started (deferred Puts).
+	writebacks int
 }
 
 func recordSyncs(t *testing.T, s *Sink) *syncLog {
 	t.Helper()
 	l := &syncLog{dir: s.Dir()}
-	oldFile, oldFS := syncFile, syncFilesystem
+	oldFile, oldFS, oldWB := syncFile, syncFilesystem, writeback
+	writeback = func(f *os.File) {
+		l.mu.Lock()
+		l.writebacks++
+		l.mu.Unlock()
+		oldWB(f)
+	}
 	syncFile = func(f *os.File) error {
 		l.mu.Lock()
 		name := f.Name()
@@ -48,7 +56,7 @@ func recordSyncs(t *testing.T, s *Sink) *syncLog {
 		}
 		return oldFS(f)
 	}
-	t.Cleanup(func() { syncFile, syncFilesystem = oldFile, oldFS })
+	t.Cleanup(func() { syncFile, syncFilesystem, writeback = oldFile, oldFS, oldWB })
 	return l
 }
 
@@ -104,6 +112,9 @@ func TestDeferredPutsSync(t *testing.T) {
 			}
 			if got, n := l.take(); len(got) != 0 || n != 0 {
 				t.Fatalf("deferred Puts fsynced %q, syncfs %d times; want nothing before Sync", got, n)
+			}
+			if l.writebacks != len(keys) {
+				t.Errorf("deferred Puts started %d write-backs, want one each (%d)", l.writebacks, len(keys))
 			}
 			for _, k := range keys { // visible before Sync
 				if got, _, err := b.ReadAll(ctx, k, 100); err != nil || string(got) != k {
@@ -197,6 +208,11 @@ func TestDurablePutsAfterDeferredOnes(t *testing.T) {
 	}
 	if got, _ := l.take(); !slices.Equal(got, []string{".", "p", "p/q"}) {
 		t.Errorf("a conditional Put with Defer fsynced %q, want every folder of its key", got)
+	}
+	// Only the deferred Put started a write-back: a durable one's fsync
+	// writes its file.
+	if l.writebacks != 1 {
+		t.Errorf("%d write-backs started, want 1 (the deferred Put's)", l.writebacks)
 	}
 }
 

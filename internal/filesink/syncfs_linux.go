@@ -117,3 +117,21 @@ func releaseAtLeast(rel string, v [2]int) bool {
 	}
 	return n[0] > v[0] || n[0] == v[0] && n[1] >= v[1]
 }
+
+// startWriteback starts writing f's dirty pages to the disk without
+// waiting (sync_file_range(2) with SYNC_FILE_RANGE_WRITE), for a deferred
+// Put: the disk writes while the caller encodes the period's other files,
+// and Sync, which makes them durable, finds little left to wait for (a
+// period of a million line items has about 180 MB of files: its Sync
+// waited 0.1 to 0.2 s for them, a 5M period's 0.5 s). It is a hint: it
+// neither waits nor makes anything durable, and a write-back that fails
+// is reported, as before, by Sync (syncfs reports the write-back errors
+// of the file system since New; an fsync, those not yet seen: this call
+// does not see them).
+func startWriteback(f *os.File) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Control(func(fd uintptr) { _ = unix.SyncFileRange(int(fd), 0, 0, unix.SYNC_FILE_RANGE_WRITE) })
+}
