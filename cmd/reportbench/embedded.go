@@ -54,6 +54,15 @@ type runRow struct {
 	MedianRatio   float64   `json:"median_ratio_to_raw_read,omitempty"`
 	FirstRatio    float64   `json:"first_ratio_to_raw_read,omitempty"`
 	PeakAnonMaxKB int64     `json:"peak_rss_anon_max_kb,omitempty"`
+	// PairedRawPerSec is, for each run in order, a raw read pass made just
+	// before it; PairedRatios each run's ratio to its own pass, and
+	// PairedMedianRatio their median. This machine's speed drifts by a
+	// quarter over minutes (other guests on the host), for the job and
+	// the raw read alike: a ratio of two measures taken at the same moment
+	// is steadier than the fastest run over the best pass.
+	PairedRawPerSec   []float64 `json:"paired_raw_read_items_per_s,omitempty"`
+	PairedRatios      []float64 `json:"paired_ratios,omitempty"`
+	PairedMedianRatio float64   `json:"paired_median_ratio,omitempty"`
 }
 
 // setRatios sets the row's ratios to the raw read of rawPerSec.
@@ -62,14 +71,27 @@ func (row *runRow) setRatios(rawPerSec float64) {
 	ratio := func(wallMS float64) float64 { return float64(row.Tx) / (wallMS / 1000) / rawPerSec }
 	row.Ratio = ratio(row.Proc.WallMS)
 	if len(row.WallsMS) > 1 {
-		w := slices.Clone(row.WallsMS)
-		slices.Sort(w)
-		med := w[len(w)/2]
-		if len(w)%2 == 0 {
-			med = (w[len(w)/2-1] + w[len(w)/2]) / 2
-		}
+		med := median(row.WallsMS)
 		row.MedianRatio, row.FirstRatio = ratio(med), ratio(row.WallsMS[0])
 	}
+	if len(row.PairedRawPerSec) == len(row.WallsMS) && len(row.WallsMS) > 0 {
+		row.PairedRatios = make([]float64, len(row.WallsMS))
+		for i, ms := range row.WallsMS {
+			row.PairedRatios[i] = float64(row.Tx) / (ms / 1000) / row.PairedRawPerSec[i]
+		}
+		row.PairedMedianRatio = median(row.PairedRatios)
+	}
+}
+
+// median is the median of xs (the mean of the middle two for an even
+// count).
+func median(xs []float64) float64 {
+	w := slices.Clone(xs)
+	slices.Sort(w)
+	if len(w)%2 == 0 {
+		return (w[len(w)/2-1] + w[len(w)/2]) / 2
+	}
+	return w[len(w)/2]
 }
 
 // rawRow is the raw read of one store.
@@ -179,6 +201,14 @@ func (b *bench) runEmbedded(ctx context.Context, sizes []int) error {
 				if err != nil {
 					return err
 				}
+				// With repeats, a raw read pass just before the run: the
+				// run's paired ratio is to the machine of that moment.
+				var paired float64
+				if b.repeat > 1 {
+					if paired, err = rawReadPass(ctx, store, n); err != nil {
+						return err
+					}
+				}
 				b.logf("run %d: %s", n, job)
 				p, err := runProc(ctx, b.bin, nil, "--config", cfg, "run", "--now", benchNow.Format(time.RFC3339))
 				if err != nil {
@@ -191,10 +221,13 @@ func (b *bench) runEmbedded(ctx context.Context, sizes []int) error {
 				if rep == 0 || p.WallMS < row.Proc.WallMS {
 					*row = runRow{Size: n, LineItems: lines, NoWindow: v.noWindow, NoStatementFiles: v.noStmtFile,
 						Tx: int64(p.num("transactions")), Objects: int64(p.num("objects_written")), Proc: p,
-						WallsMS: row.WallsMS, PeakAnonMaxKB: row.PeakAnonMaxKB}
+						WallsMS: row.WallsMS, PairedRawPerSec: row.PairedRawPerSec, PeakAnonMaxKB: row.PeakAnonMaxKB}
 					row.TxPerSec = float64(row.Tx) / (p.WallMS / 1000)
 				}
 				row.WallsMS = append(row.WallsMS, p.WallMS)
+				if paired > 0 {
+					row.PairedRawPerSec = append(row.PairedRawPerSec, paired)
+				}
 				row.PeakAnonMaxKB = max(row.PeakAnonMaxKB, p.PeakAnonKB)
 			}
 		}
@@ -248,28 +281,10 @@ func rawRead(ctx context.Context, path string, want int) (rawRow, error) {
 	for _, parse := range []bool{false, true} {
 		best := 0.0
 		for range passes {
-			n := 0
-			start := time.Now()
-			for _, pk := range report.Partitions(benchPeriod, 1) {
-				err := s.Query(ctx, pk, "", func(page []item.Item) error {
-					n += len(page)
-					if parse {
-						for _, it := range page {
-							if _, err := item.Parse(it); err != nil {
-								return err
-							}
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					return row, err
-				}
+			rate, err := rawPass(ctx, s, want, parse)
+			if err != nil {
+				return row, fmt.Errorf("raw read of %s: %w", path, err)
 			}
-			if n != want {
-				return row, fmt.Errorf("raw read of %s: %d items, want %d", path, n, want)
-			}
-			rate := float64(n) / time.Since(start).Seconds()
 			best = max(best, rate)
 			if !parse {
 				row.ReadPasses = append(row.ReadPasses, rate)
@@ -282,6 +297,48 @@ func rawRead(ctx context.Context, path string, want int) (rawRow, error) {
 		}
 	}
 	return row, nil
+}
+
+// rawReadPass is one raw read pass (Query + decode) of the store at path:
+// its items per second.
+func rawReadPass(ctx context.Context, path string, want int) (float64, error) {
+	s, err := embedded.Open(path, embedded.Options{})
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	rate, err := rawPass(ctx, s, want, false)
+	if err != nil {
+		return 0, fmt.Errorf("raw read of %s: %w", path, err)
+	}
+	return rate, nil
+}
+
+// rawPass reads every partition of the benchmark period in turn, items
+// decoded (and parsed with parse), and returns the items per second.
+func rawPass(ctx context.Context, s *embedded.Store, want int, parse bool) (float64, error) {
+	n := 0
+	start := time.Now()
+	for _, pk := range report.Partitions(benchPeriod, 1) {
+		err := s.Query(ctx, pk, "", func(page []item.Item) error {
+			n += len(page)
+			if parse {
+				for _, it := range page {
+					if _, err := item.Parse(it); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	if n != want {
+		return 0, fmt.Errorf("%d items, want %d", n, want)
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
 }
 
 // ingestJSONL measures `ingest --file` into a fresh embedded store at each

@@ -136,7 +136,8 @@ func TestFailedScenarioKeepsResults(t *testing.T) {
 // TestRunRepeat: with -repeat each job of the run scenario runs that many
 // times, each a first delivery of its own job that bills every
 // transaction; its row is the fastest run, with every run's wall time,
-// the median's and the first's ratios, and the highest RssAnon of all.
+// the median's and the first's ratios, the highest RssAnon of all, and
+// each run's ratio to a raw read pass made just before it.
 func TestRunRepeat(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "reportjob")
@@ -165,11 +166,12 @@ func TestRunRepeat(t *testing.T) {
 	for _, r := range res.Run {
 		if r.Tx != 200 || r.Repeats != 3 || len(r.WallsMS) != 3 || r.Proc.WallMS != slices.Min(r.WallsMS) ||
 			r.Ratio < r.MedianRatio || r.MedianRatio <= 0 || r.FirstRatio <= 0 || r.Ratio < r.FirstRatio ||
-			r.PeakAnonMaxKB < r.Proc.PeakAnonKB {
+			r.PeakAnonMaxKB < r.Proc.PeakAnonKB || len(r.PairedRatios) != 3 || len(r.PairedRawPerSec) != 3 ||
+			r.PairedMedianRatio != median(r.PairedRatios) || slices.Min(r.PairedRatios) <= 0 {
 			t.Errorf("run row %+v: want the fastest of 3 runs, every run's wall time, the median's and the first's ratios", r)
 		}
 	}
-	if md := stdout.String(); !strings.Contains(md, "Each job ran 3 times") {
+	if md := stdout.String(); !strings.Contains(md, "Each job ran 3 times") || !strings.Contains(md, "paired ratio") {
 		t.Errorf("markdown lacks the repeats:\n%s", md)
 	}
 	// Each run was a job of its own: three reports folders per variant.
