@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -436,5 +438,38 @@ func TestOpsStatusJSON(t *testing.T) {
 	if sum := h2.mustRun(exitUsage, "run", "--now", "2024-03-01T02:10:00Z"); sum["status"] != "bad_usage" ||
 		!strings.Contains(sum["error"].(string), "report.start") {
 		t.Errorf("run without start: %v", sum)
+	}
+}
+
+// TestInstantsOutsideTheYears: an instant before the year 1000 (or after
+// 9999) in report.start or a time flag is bad usage, said with its key
+// and value, before anything is written. The zero time stands for "not
+// set": `--from 0001-01-01T00:00:00Z` was taken for a missing --from, and
+// a backfill of year 0 delivered a period no later run could find, which
+// stopped every run after it at the month's statements.
+func TestInstantsOutsideTheYears(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	for _, args := range [][]string{
+		{"run", "--backfill", "--from", "0001-01-01T00:00:00Z", "--to", "0001-01-01T02:00:00Z", "--now", "2024-03-01T02:10:00Z"},
+		{"run", "--backfill", "--from", "2024-03-01", "--to", "10000-01-01", "--now", "2024-03-01T02:10:00Z"},
+		{"verify", "--from", "0000-12-31T23:00:00Z", "--to", "2024-03-01", "--now", "2024-03-01T02:10:00Z"},
+		{"run", "--now", "0999-12-31T23:59:59Z"},
+	} {
+		sum := h.mustRun(exitUsage, args...)
+		if msg := fmt.Sprint(sum["error"]); sum["status"] != "bad_usage" || !strings.Contains(msg, "want 1000 to 9999") &&
+			!strings.Contains(msg, "want RFC 3339") {
+			t.Errorf("reportjob %s: %v", strings.Join(args, " "), sum)
+		}
+	}
+	h2 := newHarness(t, harnessOptions{start: "0000-01-01"})
+	sum := h2.mustRun(exitUsage, "run", "--backfill", "--from", "2024-03-01", "--to", "2024-03-01T01:00:00Z", "--now", "2024-03-01T02:10:00Z")
+	if msg := fmt.Sprint(sum["error"]); !strings.Contains(msg, "report.start") || !strings.Contains(msg, "0000-01-01") ||
+		!strings.Contains(msg, "1000 to 9999") {
+		t.Errorf("report.start 0000-01-01: %v", sum)
+	}
+	for _, hh := range []*harness{h, h2} {
+		if _, err := os.Stat(filepath.Join(hh.dir, "reports")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("the sink folder was made (%v): a bad instant must stop the run before it writes", err)
+		}
 	}
 }

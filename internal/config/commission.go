@@ -98,7 +98,7 @@ func (d *decoder) rate(key string, n *yaml.Node) (pricing.Rate, bool) {
 		case "from":
 			t, err := ParseInstant(strings.TrimSpace(yamlScalar(vn)))
 			if err != nil {
-				d.fail(fkey, yamlScalar(vn), "must be RFC 3339 (2026-12-01T00:00:00Z) or YYYY-MM-DD (UTC)")
+				d.fail(fkey, yamlScalar(vn), "must be RFC 3339 (2026-12-01T00:00:00Z) or YYYY-MM-DD (UTC), in the years 1000 to 9999")
 				ok = false
 				continue
 			}

@@ -455,13 +455,19 @@ func TestParseInstant(t *testing.T) {
 		"2024-01-02":                time.Date(2024, 1, 2, 0, 0, 0, 0, time.UTC),
 		"2024-01-02T03:04:05Z":      time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC),
 		"2024-01-02T03:04:05+02:00": time.Date(2024, 1, 2, 1, 4, 5, 0, time.UTC),
+		"1000-01-01":                time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC),
+		"9999-12-31T23:59:59Z":      time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		"1969-12-31T23:00:00Z":      time.Date(1969, 12, 31, 23, 0, 0, 0, time.UTC),
 	} {
 		got, err := ParseInstant(in)
 		if err != nil || !got.Equal(want) || got.Location() != time.UTC {
 			t.Errorf("ParseInstant(%q) = %v, %v; want %v UTC", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"", "2024-1-2", "2024-01-02 03:04", "2024-01-02T03:04:05"} {
+	for _, in := range []string{"", "2024-1-2", "2024-01-02 03:04", "2024-01-02T03:04:05",
+		// Outside the years 1000 to 9999, in UTC: the zero time means
+		// "not set", and year 0 periods could not be found again.
+		"0001-01-01T00:00:00Z", "0000-01-01", "0999-12-31T23:59:59Z", "1000-01-01T00:30:00+01:00", "9999-12-31T23:00:00-05:00"} {
 		if _, err := ParseInstant(in); err == nil {
 			t.Errorf("ParseInstant(%q): no error", in)
 		}

@@ -37,7 +37,7 @@ func (d *decoder) decodeReport(c *Config) {
 		t, err := ParseInstant(s)
 		switch {
 		case err != nil:
-			d.fail("report.start", s, "must be RFC 3339 (2024-01-01T00:00:00Z) or YYYY-MM-DD (UTC)")
+			d.fail("report.start", s, "must be RFC 3339 (2024-01-01T00:00:00Z) or YYYY-MM-DD (UTC), in the years 1000 to 9999")
 		case r.Period != 0 && !periodStart(t, r.Period).Equal(t):
 			d.fail("report.start", s, fmt.Sprintf("must be a %s period boundary (UTC midnight + k*%s), such as %s",
 				formatDuration(r.Period), formatDuration(r.Period), periodStart(t, r.Period).Format(time.RFC3339)))

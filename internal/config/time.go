@@ -86,18 +86,34 @@ func ParseDuration(s string) (time.Duration, error) {
 func isNumberRune(r rune) bool { return '0' <= r && r <= '9' || r == '.' }
 
 // ParseInstant parses a time given as RFC 3339 (any offset) or YYYY-MM-DD
-// (midnight UTC), returned in UTC; report.start and the --from, --to and
-// --now flags use it.
+// (midnight UTC), returned in UTC; report.start, the commission rates'
+// dates and the --from, --to and --now flags use it.
+//
+// The instant must fall in the years MinInstantYear to MaxInstantYear
+// (UTC): the job takes the zero time (0001-01-01T00:00:00Z) for "not set"
+// (no checkpoint, no --from), so a period starting there, or before,
+// could be delivered but never found again (a backfill from year 0 left
+// a month of statements whose period had no manifest, and every later
+// run failed on it).
 func ParseInstant(s string) (time.Time, error) {
-	if t, err := time.Parse(time.DateOnly, s); err == nil {
-		return t, nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
+	t, err := time.Parse(time.DateOnly, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("time %q: want RFC 3339 or YYYY-MM-DD", s)
+		if t, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return time.Time{}, fmt.Errorf("time %q: want RFC 3339 or YYYY-MM-DD", s)
+		}
+		t = t.UTC()
 	}
-	return t.UTC(), nil
+	if y := t.Year(); y < MinInstantYear || y > MaxInstantYear {
+		return time.Time{}, fmt.Errorf("time %q: year %d in UTC, want %d to %d", s, y, MinInstantYear, MaxInstantYear)
+	}
+	return t, nil
 }
+
+// The years ParseInstant accepts.
+const (
+	MinInstantYear = 1000
+	MaxInstantYear = 9999
+)
 
 // formatDuration writes d as people write periods: 1h, 15m, 2m30s, 24h
 // (time.Duration.String gives 1h0m0s).
