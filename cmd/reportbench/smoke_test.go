@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,29 +18,13 @@ import (
 // DynamoDB scenarios run when DynamoDB Local is up (scripts/test.sh).
 // Timings are not checked: they mean nothing at this size.
 func TestSmoke(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "reportjob")
-	build := exec.Command("go", "build", "-o", bin, "github.com/reportjob/reportjob/cmd/reportjob")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir, bin := buildBinary(t)
 	only := "run,ingest,bigperiod"
 	if os.Getenv(ddbEnv) != "" {
 		only += ",ddbingest,growth,concurrency,ddbsplit"
 	}
-	out := filepath.Join(dir, "results.json")
-	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{"-bin", bin, "-sizes", "300", "-only", only, "-json", out, "-work", filepath.Join(dir, "work")},
-		&stdout, &stderr)
+	res, stdout, err := runBench(t, dir, "-bin", bin, "-sizes", "300", "-only", only)
 	if err != nil {
-		t.Fatalf("reportbench: %v\nstderr:\n%s", err, stderr.String())
-	}
-	var res results
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatal(err)
 	}
 	// Runs: with line items and summary only, each with and without the
@@ -97,12 +82,7 @@ func TestSmoke(t *testing.T) {
 // the failure named (the last session's full bench lost an hour of figures
 // to a failure in its last scenario).
 func TestFailedScenarioKeepsResults(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "reportjob")
-	build := exec.Command("go", "build", "-o", bin, "github.com/reportjob/reportjob/cmd/reportjob")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	dir, bin := buildBinary(t)
 	// A binary that refuses "run": the ingest scenario (ingest only)
 	// succeeds, bigperiod (ingest, then run) fails.
 	wrapper := filepath.Join(dir, "refuses-run")
@@ -110,20 +90,9 @@ func TestFailedScenarioKeepsResults(t *testing.T) {
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "results.json")
-	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{"-bin", wrapper, "-sizes", "200", "-only", "ingest,bigperiod", "-json", out, "-work", filepath.Join(dir, "work")},
-		&stdout, &stderr)
+	res, stdout, err := runBench(t, dir, "-bin", wrapper, "-sizes", "200", "-only", "ingest,bigperiod")
 	if err == nil || !strings.Contains(err.Error(), "bigperiod") {
-		t.Fatalf("reportbench: %v, want bigperiod's failure", err)
-	}
-	var res results
-	data, rerr := os.ReadFile(out)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	if err := json.Unmarshal(data, &res); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v, want bigperiod's failure", err)
 	}
 	if len(res.Ingest) == 0 || !strings.HasPrefix(res.Failed, "bigperiod: ") {
 		t.Errorf("results after a failure: %d ingest rows, failed %q; want the ingest's rows and bigperiod's failure", len(res.Ingest), res.Failed)
@@ -139,25 +108,9 @@ func TestFailedScenarioKeepsResults(t *testing.T) {
 // the median's and the first's ratios, the highest RssAnon of all, and
 // each run's ratio to a raw read pass made just before it.
 func TestRunRepeat(t *testing.T) {
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "reportjob")
-	build := exec.Command("go", "build", "-o", bin, "github.com/reportjob/reportjob/cmd/reportjob")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	out := filepath.Join(dir, "results.json")
-	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{"-bin", bin, "-sizes", "200", "-only", "run", "-repeat", "3", "-keep", "-json", out, "-work", filepath.Join(dir, "work")},
-		&stdout, &stderr)
+	dir, bin := buildBinary(t)
+	res, stdout, err := runBench(t, dir, "-bin", bin, "-sizes", "200", "-only", "run", "-repeat", "3", "-keep")
 	if err != nil {
-		t.Fatalf("reportbench: %v\nstderr:\n%s", err, stderr.String())
-	}
-	var res results
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Run) != 5 {
@@ -182,4 +135,39 @@ func TestRunRepeat(t *testing.T) {
 	if len(dirs) != 9 {
 		t.Errorf("summary reports folders %v: want 3 runs of 3 summary jobs", dirs)
 	}
+}
+
+// buildBinary builds reportjob into a new temporary folder and returns
+// the folder and the binary's path.
+func buildBinary(t *testing.T) (dir, bin string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "reportjob")
+	build := exec.Command("go", "build", "-o", bin, "github.com/reportjob/reportjob/cmd/reportjob")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return dir, bin
+}
+
+// runBench runs the harness with args, its JSON and work folder in dir,
+// and returns the results it wrote, its stdout (the tables) and its error
+// (with its stderr). A harness that wrote no results fails the test.
+func runBench(t *testing.T, dir string, args ...string) (results, *bytes.Buffer, error) {
+	t.Helper()
+	out := filepath.Join(dir, "results.json")
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), append(args, "-json", out, "-work", filepath.Join(dir, "work")), &stdout, &stderr)
+	if err != nil {
+		err = fmt.Errorf("reportbench: %w\nstderr:\n%s", err, stderr.String())
+	}
+	var res results
+	data, rerr := os.ReadFile(out)
+	if rerr != nil {
+		t.Fatalf("%v (%v)", rerr, err)
+	}
+	if jerr := json.Unmarshal(data, &res); jerr != nil {
+		t.Fatalf("%v (%v)", jerr, err)
+	}
+	return res, &stdout, err
 }
