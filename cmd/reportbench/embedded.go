@@ -68,7 +68,8 @@ type runRow struct {
 // setRatios sets the row's ratios to the raw read of rawPerSec.
 func (row *runRow) setRatios(rawPerSec float64) {
 	row.RawReadPerSec = rawPerSec
-	ratio := func(wallMS float64) float64 { return float64(row.Tx) / (wallMS / 1000) / rawPerSec }
+	txPerSec := func(wallMS float64) float64 { return float64(row.Tx) / (wallMS / 1000) }
+	ratio := func(wallMS float64) float64 { return txPerSec(wallMS) / rawPerSec }
 	row.Ratio = ratio(row.Proc.WallMS)
 	if len(row.WallsMS) > 1 {
 		med := median(row.WallsMS)
@@ -77,7 +78,7 @@ func (row *runRow) setRatios(rawPerSec float64) {
 	if len(row.PairedRawPerSec) == len(row.WallsMS) && len(row.WallsMS) > 0 {
 		row.PairedRatios = make([]float64, len(row.WallsMS))
 		for i, ms := range row.WallsMS {
-			row.PairedRatios[i] = float64(row.Tx) / (ms / 1000) / row.PairedRawPerSec[i]
+			row.PairedRatios[i] = txPerSec(ms) / row.PairedRawPerSec[i]
 		}
 		row.PairedMedianRatio = median(row.PairedRatios)
 	}

@@ -252,9 +252,8 @@ func csvNeedsQuotes(prefix, s string) bool {
 
 // hasCSVSpecial reports whether s holds a byte of csvSpecial. It tests
 // eight bytes at a time (a cell is mostly ids and keys of 10 to 40
-// bytes): a word holds byte c exactly when w^(c*lsb) has a zero byte,
-// which (x-lsb) & ^x & msb finds without a false positive in the lowest
-// such byte and none at all when there is no zero byte.
+// bytes): a word holds byte c exactly when x = w^(c*lsb) has a zero byte,
+// and (x-lsb) & ^x & msb is non-zero exactly when x has one.
 func hasCSVSpecial(s string) bool {
 	const lsb, msb = 0x0101010101010101, 0x8080808080808080
 	i := 0
