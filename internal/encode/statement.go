@@ -3,6 +3,7 @@ package encode
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/parquet-go/parquet-go"
@@ -100,18 +101,34 @@ func ReadStatementsParquet(r io.ReaderAt, size int64) ([]StatementRow, error) {
 //
 //	total       the month in one currency (prior_period_adjustments and commission_due set)
 //	day         one day (in the statement's zone) in one currency
-//	adjustment  a prior-period adjustment: the period, the revision it leads to, the reason, the differences
-//	period      a period the statement covers: its revision and manifest sha256 (the audit chain)
+//	adjustment  a prior-period adjustment: the period, the revision it leads to, the reason, the
+//	            differences, and that revision's digest (the audit chain of the line)
+//	period      a period the statement covers: its revision and digest (the audit chain)
+//
+// The last column is period_digest: report.ContentDigest of the period
+// revision. A statement with a LegacyChain (published before digests)
+// has manifest_sha256 there instead, the period manifest's sha256, and
+// none on its adjustment lines.
 var statementCSVHeader = []string{
 	"agency_id", "month", "status", "statement_revision", "line", "date", "period_start", "period_end",
 	"period_revision", "reason", "currency", "purchase_count", "refund_count",
 	"gross_amount", "refund_amount", "net_amount", "commission_amount",
-	"prior_period_adjustments", "commission_due", "manifest_sha256",
+	"prior_period_adjustments", "commission_due", "period_digest",
 }
+
+// Last column names of the statement CSV (statementCSVHeader).
+const (
+	colDigest         = "period_digest"
+	colManifestSHA256 = "manifest_sha256"
+)
 
 // WriteStatementCSV writes s as an agency's statement-H.csv.
 func WriteStatementCSV(w io.Writer, s *statement.Agency) error {
-	cw, err := newCSV(w, statementCSVHeader)
+	header := statementCSVHeader
+	if s.LegacyChain {
+		header = append(slices.Clone(header[:len(header)-1]), colManifestSHA256)
+	}
+	cw, err := newCSV(w, header)
 	if err != nil {
 		return fmt.Errorf("write statement csv: header: %w", err)
 	}
@@ -140,14 +157,22 @@ func WriteStatementCSV(w io.Writer, s *statement.Agency) error {
 		}
 	}
 	for _, a := range s.Adjustments {
+		digest := a.Digest
+		if s.LegacyChain {
+			digest = ""
+		}
 		if err := row(head, []string{"adjustment", "", csvTime(a.Period.Start), csvTime(a.Period.End), strconv.Itoa(a.ToRevision), a.Reason},
-			amounts(a.Currency, &a.Totals), none(3)); err != nil {
+			amounts(a.Currency, &a.Totals), none(2), []string{digest}); err != nil {
 			return fmt.Errorf("write statement csv: %w", err)
 		}
 	}
 	for _, p := range s.Periods {
+		digest := p.Digest
+		if s.LegacyChain {
+			digest = p.ManifestSHA256
+		}
 		if err := row(head, []string{"period", "", csvTime(p.Period.Start), csvTime(p.Period.End), strconv.Itoa(p.Revision), ""},
-			none(7), none(2), []string{p.ManifestSHA256}); err != nil {
+			none(7), none(2), []string{digest}); err != nil {
 			return fmt.Errorf("write statement csv: %w", err)
 		}
 	}

@@ -266,6 +266,10 @@ type monthWork struct {
 	final   bool            // issue the final statement
 	reason  string
 	force   bool // publish a new revision even if nothing changed (verify --repair)
+	// legacyChain builds the statements with the audit chain of a month
+	// manifest written before digests (Manifest.LegacyChain): only to
+	// check or restore that month's own files, never to publish.
+	legacyChain bool
 }
 
 // closable reports whether the month [start, end)'s close time has

@@ -67,13 +67,28 @@ type Manifest struct {
 	Parts []Part `json:"parts,omitempty"`
 }
 
-// PeriodEntry names one period revision.
+// PeriodEntry names one period revision: by Digest, the
+// report.ContentDigest of what it holds; a month manifest written before
+// digests (a legacy audit chain) names it by SHA256, its manifest's bytes.
 type PeriodEntry struct {
 	Key      string    `json:"key"`
 	Start    time.Time `json:"period_start"`
 	End      time.Time `json:"period_end"`
 	Revision int       `json:"revision"`
-	SHA256   string    `json:"sha256"`
+	SHA256   string    `json:"sha256,omitempty"`
+	Digest   string    `json:"digest,omitempty"`
+}
+
+// Is reports whether the period manifest cur (with its bytes raw) is the
+// revision e names: its digest (or, in a legacy entry, its bytes' sha256).
+func (e PeriodEntry) Is(cur *report.Manifest, raw []byte) bool {
+	if cur == nil || cur.Revision != e.Revision {
+		return false
+	}
+	if e.Digest != "" {
+		return report.ContentDigest(cur) == e.Digest
+	}
+	return report.SHA256Hex(raw) == e.SHA256
 }
 
 // AgencyEntry is one agency's statement in a month revision.
@@ -96,9 +111,12 @@ type AdjustmentEntry struct {
 	FromRevision int       `json:"from_revision"`
 	ToRevision   int       `json:"to_revision"`
 	Reason       string    `json:"reason"`
-	// Key and SHA256 name the period manifest of ToRevision.
+	// Key and SHA256 name the period manifest of ToRevision, Digest its
+	// report.ContentDigest (absent in a month manifest written before
+	// digests).
 	Key    string `json:"key"`
 	SHA256 string `json:"sha256"`
+	Digest string `json:"digest,omitempty"`
 	// Commission is the difference per currency, exact decimal strings.
 	Commission []CurrencyAmount `json:"commission"`
 }
@@ -121,6 +139,23 @@ type Total struct {
 	Commission             string `json:"commission_amount"`
 	PriorPeriodAdjustments string `json:"prior_period_adjustments"`
 	CommissionDue          string `json:"commission_due"`
+}
+
+// LegacyChain reports whether m was written before the audit chain named
+// each period revision by its content digest: its statements print the
+// period manifests' sha256 instead (statement.Agency.LegacyChain).
+func (m *Manifest) LegacyChain() bool {
+	for _, p := range m.Periods {
+		if p.Digest == "" {
+			return true
+		}
+	}
+	for _, a := range m.Adjustments {
+		if a.Digest == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // Final reports whether m is a final statement.

@@ -149,6 +149,9 @@ func (c *Closer) build(ctx context.Context, months *monthSet, rec Record, m stri
 	if bt.stmts, err = b.Statements(statement.Status(man.Status), revision, closesAt); err != nil {
 		return nil, err
 	}
+	for _, s := range bt.stmts {
+		s.LegacyChain = w.legacyChain
+	}
 	from := prev
 	if w.force {
 		from = nil // a repair renders every agency's files anew
@@ -197,7 +200,7 @@ func (c *Closer) addPeriods(ctx context.Context, b *statement.Builder, man *Mani
 		}
 		b.AddPeriod(g.ref, g.rows)
 		man.Periods = append(man.Periods, PeriodEntry{Key: g.ref.ManifestKey, Start: g.ref.Period.Start, End: g.ref.Period.End,
-			Revision: g.ref.Revision, SHA256: g.ref.ManifestSHA256})
+			Revision: g.ref.Revision, Digest: g.ref.Digest})
 	}
 	return nil
 }
@@ -216,7 +219,7 @@ func (c *Closer) readPeriod(ctx context.Context, p report.Period) (statement.Per
 		return statement.PeriodRef{}, nil, fmt.Errorf("period %s: %w", p.Name(), err)
 	}
 	ref := statement.PeriodRef{Period: p, Revision: cur.Manifest.Revision, ManifestKey: report.ManifestKey(p),
-		ManifestSHA256: report.SHA256Hex(cur.Raw)}
+		Digest: report.ContentDigest(cur.Manifest), ManifestSHA256: report.SHA256Hex(cur.Raw)}
 	return ref, rows, nil
 }
 
@@ -252,7 +255,7 @@ func (c *Closer) carryAdjustments(ctx context.Context, b *statement.Builder, man
 				mine = append(mine, r)
 			}
 		}
-		b.AddAdjustment(report.Period{Start: a.PeriodStart.UTC(), End: a.PeriodEnd.UTC()}, a.PeriodMonth, a.FromRevision, a.ToRevision, a.Reason, mine)
+		b.AddAdjustment(report.Period{Start: a.PeriodStart.UTC(), End: a.PeriodEnd.UTC()}, a.PeriodMonth, a.FromRevision, a.ToRevision, a.Reason, a.Digest, mine)
 		man.Adjustments = append(man.Adjustments, a)
 	}
 	return rows, nil
@@ -302,8 +305,9 @@ func (c *Closer) bookAdjustment(ctx context.Context, months *monthSet, b *statem
 	}
 	slices.SortFunc(commission, func(x, y CurrencyAmount) int { return cmp.Compare(x.Currency, y.Currency) })
 	e := AdjustmentEntry{PeriodStart: p.Start, PeriodEnd: p.End, PeriodMonth: pm, FromRevision: booked, ToRevision: k,
-		Reason: cur.Manifest.Reason, Key: report.ManifestKey(p), SHA256: report.SHA256Hex(cur.Raw), Commission: commission}
-	b.AddAdjustment(p, pm, booked, k, e.Reason, rows)
+		Reason: cur.Manifest.Reason, Key: report.ManifestKey(p), SHA256: report.SHA256Hex(cur.Raw),
+		Digest: report.ContentDigest(cur.Manifest), Commission: commission}
+	b.AddAdjustment(p, pm, booked, k, e.Reason, e.Digest, rows)
 	man.Adjustments = append(man.Adjustments, e)
 	c.Log.Info("prior-period adjustment booked", "month", m, "period", p.Name(), "period_month", pm,
 		"from_revision", booked, "to_revision", k, "reason", e.Reason)

@@ -131,7 +131,7 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 		case pcur.Manifest == nil:
 			mc.Problems = append(mc.Problems, fmt.Sprintf("period %s: the statement lists revision %d, and the period has no manifest", pe.Key, pe.Revision))
 			restated = true
-		case pcur.Manifest.Revision != pe.Revision || report.SHA256Hex(pcur.Raw) != pe.SHA256:
+		case !pe.Is(pcur.Manifest, pcur.Raw):
 			restated = true
 			if !man.Final() {
 				mc.Problems = append(mc.Problems, fmt.Sprintf("period %s is at revision %d; the draft statement has revision %d", pe.Key, pcur.Manifest.Revision, pe.Revision))
@@ -157,7 +157,7 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 	// Rebuild and compare, with the files it was published with: same
 	// periods, adjustments, totals and bytes.
 	c = c.as(man)
-	w := &monthWork{changed: true, final: man.Final(), reason: man.Reason}
+	w := &monthWork{changed: true, final: man.Final(), reason: man.Reason, legacyChain: man.LegacyChain()}
 	bt, err := c.build(ctx, set, rec, m, w, man, man.StatementRevision)
 	if err != nil {
 		return mc, err
@@ -260,7 +260,7 @@ func (c *Closer) repair(ctx context.Context, rec Record, checks []MonthCheck) er
 func (c *Closer) restore(ctx context.Context, set *monthSet, rec Record, cur *current) (restored int, lost []string, err error) {
 	man := cur.m
 	c = c.as(man)
-	w := &monthWork{changed: true, final: true, reason: man.Reason}
+	w := &monthWork{changed: true, final: true, reason: man.Reason, legacyChain: man.LegacyChain()}
 	bt, err := c.build(ctx, set, rec, man.Month, w, man, man.StatementRevision)
 	if err != nil {
 		return 0, nil, err

@@ -79,11 +79,13 @@ func (b *Builder) AddPeriod(ref PeriodRef, rows []report.SummaryRow) {
 
 // AddAdjustment books a prior-period adjustment: what revision to of the
 // period (of month periodMonth) changed against revision from, one row per
-// agency and currency (differences).
-func (b *Builder) AddAdjustment(p report.Period, periodMonth string, from, to int, reason string, rows []report.AdjustmentRow) {
+// agency and currency (differences); digest is revision to's
+// report.ContentDigest.
+func (b *Builder) AddAdjustment(p report.Period, periodMonth string, from, to int, reason, digest string, rows []report.AdjustmentRow) {
 	for i := range rows {
 		r := &rows[i]
-		a := Adjustment{Period: p, Month: periodMonth, FromRevision: from, ToRevision: to, Reason: reason, Currency: r.Currency}
+		a := Adjustment{Period: p, Month: periodMonth, FromRevision: from, ToRevision: to, Reason: reason, Digest: digest,
+			Currency: r.Currency}
 		b.add(&a.Totals, &r.SummaryRow)
 		b.agency(r.AgencyID)
 		l := b.line(r.AgencyID, r.Currency)

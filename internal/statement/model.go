@@ -54,6 +54,12 @@ type Agency struct {
 	// Periods are the month's periods this statement covers, ascending:
 	// the audit chain from a statement line down to the period files.
 	Periods []PeriodRef
+	// LegacyChain is set for a statement published before the audit chain
+	// named each period by its content digest: its files name each period
+	// revision by its manifest's sha256 (PeriodRef.ManifestSHA256) and its
+	// adjustment lines by none. Only a statement re-rendered from such a
+	// month's own record (verify, a restore) has it: the same bytes again.
+	LegacyChain bool
 }
 
 // Line is an agency's month in one currency.
@@ -82,14 +88,23 @@ type Adjustment struct {
 	// the one this adjustment brings it to.
 	FromRevision, ToRevision int
 	Reason                   string // the ToRevision manifest's reason: recheck, backfill, verify --repair
-	Currency                 money.Currency
-	Totals                   // differences ToRevision - FromRevision, negative when it takes away
+	// Digest is report.ContentDigest of revision ToRevision: the audit
+	// chain of the adjustment line ("" in a LegacyChain statement).
+	Digest   string
+	Currency money.Currency
+	Totals   // differences ToRevision - FromRevision, negative when it takes away
 }
 
 // PeriodRef names one period revision a statement covers.
 type PeriodRef struct {
-	Period         report.Period
-	Revision       int
-	ManifestKey    string // manifests/period=P/manifest.json
-	ManifestSHA256 string // of that manifest's bytes
+	Period      report.Period
+	Revision    int
+	ManifestKey string // manifests/period=P/manifest.json
+	// Digest is report.ContentDigest of that revision: what the period
+	// holds (its objects' sha256 and items fingerprint), not when its
+	// manifest was written. What the statement's files print.
+	Digest string
+	// ManifestSHA256 is the sha256 of that manifest's bytes: what a
+	// LegacyChain statement prints instead of the digest.
+	ManifestSHA256 string
 }

@@ -59,6 +59,12 @@ func totals(purchases, refunds, gross, refunded int64) statement.Totals {
 	}
 }
 
+// legacy is s as a statement published before digests (LegacyChain).
+func legacy(s *statement.Agency) *statement.Agency {
+	s.LegacyChain = true
+	return s
+}
+
 // realistic builds a draft statement of June 2026 in Europe/Paris: USD,
 // JPY and BHD, activity on 30 days (JPY on fewer, one day a net refund),
 // 3 prior-period adjustments and 720 hourly periods.
@@ -96,6 +102,10 @@ func realistic(t testing.TB, agency string) *statement.Agency {
 		{Period: hour(t, "2026-05-20T12:00:00Z"), Month: "2026-05", FromRevision: 1, ToRevision: 2, Reason: "verify --repair",
 			Currency: usd, Totals: statement.Totals{RefundCount: 1, Refunds: money.TotalOf(4999), Net: money.TotalOf(-4999), Commission: money.TotalOf(-399)}},
 	}
+	for i := range adj {
+		sum := sha256.Sum256(fmt.Appendf(nil, "digest %s rev %d", adj[i].Period.Name(), adj[i].ToRevision))
+		adj[i].Digest = hex.EncodeToString(sum[:])
+	}
 	s.Adjustments = adj
 	for _, c := range []money.Currency{bhd, jpy, usd} { // sorted by code
 		l := statement.Line{Currency: c}
@@ -118,7 +128,9 @@ func realistic(t testing.TB, agency string) *statement.Agency {
 		key := "manifests/period=" + p.Name() + "/manifest.json"
 		rev := 1 + h%7/6
 		sum := sha256.Sum256(fmt.Appendf(nil, "%s rev %d", key, rev))
-		s.Periods = append(s.Periods, statement.PeriodRef{Period: p, Revision: rev, ManifestKey: key, ManifestSHA256: hex.EncodeToString(sum[:])})
+		digest := sha256.Sum256(fmt.Appendf(nil, "digest %s rev %d", key, rev))
+		s.Periods = append(s.Periods, statement.PeriodRef{Period: p, Revision: rev, ManifestKey: key, ManifestSHA256: hex.EncodeToString(sum[:]),
+			Digest: hex.EncodeToString(digest[:])})
 	}
 	return s
 }

@@ -125,8 +125,13 @@ func TestRenderPoppler(t *testing.T) {
 				}
 			}
 			for _, p := range s.Periods {
-				if !words[p.ManifestSHA256] || !words[p.Period.Name()] {
-					t.Errorf("pdftotext output lacks period %s or its sha256 %s", p.Period.Name(), p.ManifestSHA256)
+				if !words[p.Digest] || !words[p.Period.Name()] {
+					t.Errorf("pdftotext output lacks period %s or its digest %s", p.Period.Name(), p.Digest)
+				}
+			}
+			for _, a := range s.Adjustments {
+				if !words[a.Digest] {
+					t.Errorf("pdftotext output lacks the digest %s of adjusted period %s", a.Digest, a.Period.Name())
 				}
 			}
 			if tc.want != tc.id && strings.Contains(bare, strings.ReplaceAll(tc.id, " ", "")) {
@@ -165,9 +170,18 @@ func checkPages(t testing.TB, path, text string) int {
 
 // TestRenderDeterministic renders the same statement repeatedly (also
 // concurrently) and wants the same bytes, no clock in the file, no /ID in
-// the trailer, and the golden sha256 of testdata/realistic.sha256. With
-// -update it rewrites that file and docs/img/statement-page1.png.
+// the trailer, and the golden sha256 of testdata/realistic-digest.sha256.
+// With -update it rewrites that file and docs/img/statement-page1.png.
+// The same statement with a LegacyChain (published before digests) must
+// still give the bytes of testdata/realistic.sha256, which is never
+// rewritten: a final statement published then is restored with them.
 func TestRenderDeterministic(t *testing.T) {
+	old := render(t, legacy(realistic(t, idLatin)))
+	oldSum := sha256.Sum256(old)
+	if want, err := os.ReadFile(filepath.Join("testdata", "realistic.sha256")); err != nil || hex.EncodeToString(oldSum[:])+"\n" != string(want) {
+		t.Errorf("legacy audit chain: sha256 %x, golden %q (%v): a statement published before digests no longer renders to its bytes",
+			oldSum, want, err)
+	}
 	first := render(t, realistic(t, idLatin))
 	var wg sync.WaitGroup
 	outs := make([][]byte, 4)
@@ -188,7 +202,7 @@ func TestRenderDeterministic(t *testing.T) {
 	}
 	sum := sha256.Sum256(first)
 	got := hex.EncodeToString(sum[:]) + "\n"
-	golden := filepath.Join("testdata", "realistic.sha256")
+	golden := filepath.Join("testdata", "realistic-digest.sha256")
 	if *update {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package pdf
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -202,9 +203,69 @@ func (d *doc) adjustments() {
 }
 
 // auditChain writes every period the statement covers, its revision and
-// its manifest's sha256, in a compact monospaced table.
+// its digest (report.ContentDigest: what the revision holds, its objects'
+// sha256 and items fingerprint), then the restated periods its
+// prior-period adjustments come from, in a compact monospaced table. A
+// LegacyChain statement prints each period manifest's sha256 instead, as
+// it was published.
 func (d *doc) auditChain() {
 	d.heading("Audit chain: the periods this statement covers", 25)
+	if d.s.LegacyChain {
+		d.legacyAuditChain()
+		return
+	}
+	ps := d.s.Periods
+	var adj []statement.PeriodRef // the restated periods of the adjustment lines, once each
+	for _, a := range d.s.Adjustments {
+		if n := len(adj); n > 0 && adj[n-1].Period == a.Period && adj[n-1].Revision == a.ToRevision {
+			continue
+		}
+		adj = append(adj, statement.PeriodRef{Period: a.Period, Revision: a.ToRevision, Digest: a.Digest})
+	}
+	if len(ps) == 0 && len(adj) == 0 {
+		d.note("No periods.")
+		return
+	}
+	all := append(slices.Clone(ps), adj...)
+	for i := range adj {
+		all[len(ps)+i].ManifestKey = report.ManifestKey(adj[i].Period)
+	}
+	prefix, suffix, uniform := keyPattern(all)
+	explain := fmt.Sprintf("The %d periods of %s this statement was built from, with the revision of each it includes and its "+
+		"digest: the SHA-256 of what that revision holds (its files' SHA-256 and the fingerprint of its items, not when it "+
+		"was published), which its manifest lists down to the items. ", len(ps), d.s.Month)
+	if len(adj) > 0 {
+		explain += fmt.Sprintf("Then the %d restated period revisions of earlier months its prior-period adjustments come from (adj.). ", len(adj))
+	}
+	if uniform {
+		explain += fmt.Sprintf("The manifest of a period is %s<period>%s.", prefix, suffix)
+	}
+	d.note(explain)
+	cols := []column{{"#", 10, "R"}, {"Period (UTC)", 34, "L"}}
+	if uniform {
+		cols = append(cols, column{"Period", 25, "L"})
+	} else {
+		cols = append(cols, column{"Manifest", 48, "L"})
+	}
+	cols = append(cols, column{"Rev.", 9, "R"}, column{"Digest (SHA-256 of the period's content)", 186 - width(cols) - 9, "L"})
+	rows := make([][]string, len(all))
+	for i, p := range all {
+		name := p.ManifestKey
+		if uniform {
+			name = p.Period.Name()
+		}
+		n := strconv.Itoa(i + 1)
+		if i >= len(ps) {
+			n = "adj."
+		}
+		rows[i] = []string{n, periodText(p.Period), name, strconv.Itoa(p.Revision), p.Digest}
+	}
+	d.tableRows(table{cols: cols, family: familyMono, size: 6.5, rowH: 3.1}, rows, zebra)
+}
+
+// legacyAuditChain is the audit chain of a statement published before
+// digests: every period with its manifest's sha256 (the same bytes again).
+func (d *doc) legacyAuditChain() {
 	ps := d.s.Periods
 	if len(ps) == 0 {
 		d.note("No periods.")
