@@ -344,8 +344,9 @@ func (r *stRunner) wantAdjustments(m string, want []stAdj) {
 	var got []stAdj
 	for _, a := range man.Adjustments {
 		got = append(got, stAdj{a.PeriodStart.UTC().Format(time.RFC3339), a.FromRevision, a.ToRevision, a.Reason})
-		if a.PeriodMonth != "2026-01" || len(a.Commission) == 0 || !strings.HasPrefix(a.Key, "manifests/period=") || len(a.SHA256) != 64 {
-			r.t.Errorf("%s adjustment %+v: want period_month 2026-01, commission, key and sha256", m, a)
+		if a.PeriodMonth != "2026-01" || len(a.Commission) == 0 || !strings.HasPrefix(a.Key, "manifests/period=") || len(a.SHA256) != 64 ||
+			len(a.Digest) != 64 {
+			r.t.Errorf("%s adjustment %+v: want period_month 2026-01, commission, key, sha256 and digest", m, a)
 		}
 	}
 	slices.SortFunc(got, func(x, y stAdj) int { return strings.Compare(x.period, y.period) })

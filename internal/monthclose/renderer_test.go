@@ -60,7 +60,7 @@ func TestVerifyFinalMonthAfterRendererChange(t *testing.T) {
 	if err != nil || !checks[0].Differs() || !strings.Contains(checks[0].Repaired, "0 object(s) restored") {
 		t.Fatalf("verify --repair with another renderer: %v %+v, want 0 objects restored", err, checks)
 	}
-	if nr := checks[0].NotRepairable; !strings.Contains(nr, "1 lost or corrupt object(s) cannot be rebuilt") || !strings.Contains(nr, pdf) {
+	if nr := checks[0].NotRepairable; !strings.Contains(nr, "1 lost or corrupt object(s) cannot be made again") || !strings.Contains(nr, pdf) {
 		t.Errorf("not repairable %q, want the lost PDF %s named", nr, pdf)
 	}
 	t.Logf("lost PDF, another renderer, --repair: %s -> %s; not repairable: %s", strings.Join(checks[0].Problems, "; "),

@@ -180,6 +180,38 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 	return mc, nil
 }
 
+// queueUnbooked writes a due marker for each period of final month man
+// whose current revision the statements do not account for yet (the close
+// books it), and returns how many it wrote.
+func (c *Closer) queueUnbooked(ctx context.Context, set *monthSet, man *Manifest) (int, error) {
+	n := 0
+	for _, pe := range man.Periods {
+		p := report.Period{Start: pe.Start.UTC(), End: pe.End.UTC()}
+		pcur, err := c.Periods.Current(ctx, p)
+		if err != nil {
+			return n, err
+		}
+		if pcur.Manifest == nil || pe.Is(pcur.Manifest, pcur.Raw) {
+			continue
+		}
+		booked, err := set.booked(ctx, c, p, man.Month, lastMonth(set, man.Month))
+		if err != nil {
+			return n, err
+		}
+		if booked >= pcur.Manifest.Revision {
+			continue
+		}
+		if err := c.fence(); err != nil {
+			return n, err
+		}
+		if _, err := c.bucket().PutBytes(ctx, report.StatementDueKey(p), []byte("{}\n"), sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
 // lastMonth returns the newest month listed (at least m).
 func lastMonth(set *monthSet, m string) string {
 	if ns := set.names(); len(ns) > 0 && ns[len(ns)-1] > m {
@@ -228,14 +260,9 @@ func (c *Closer) repair(ctx context.Context, rec Record, checks []MonthCheck) er
 		if err := c.finishCleanup(ctx, cur); err != nil {
 			return err
 		}
-		for _, pe := range cur.m.Periods {
-			if err := c.fence(); err != nil {
-				return err
-			}
-			if _, err := c.bucket().PutBytes(ctx, report.StatementDueKey(report.Period{Start: pe.Start.UTC(), End: pe.End.UTC()}),
-				[]byte("{}\n"), sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
-				return err
-			}
+		queued, err := c.queueUnbooked(ctx, set, cur.m)
+		if err != nil {
+			return err
 		}
 		n, lost, err := c.restore(ctx, set, rec, cur)
 		if err != nil {
@@ -244,67 +271,22 @@ func (c *Closer) repair(ctx context.Context, rec Record, checks []MonthCheck) er
 		if err := c.deleteAll(ctx, stray); err != nil {
 			return fmt.Errorf("delete the objects the final manifest of %s does not list: %w", mc.Month, err)
 		}
-		mc.Repaired = fmt.Sprintf("restatements queued for booking; %d object(s) restored; %d unlisted object(s) deleted", n, len(stray))
+		mc.Repaired = fmt.Sprintf("%d object(s) restored; %d unlisted object(s) deleted", n, len(stray))
+		if queued > 0 {
+			mc.Repaired = fmt.Sprintf("%d restatement(s) queued for booking; %s", queued, mc.Repaired)
+		}
 		if len(lost) > 0 {
-			mc.NotRepairable = fmt.Sprintf("%d lost or corrupt object(s) cannot be rebuilt with the bytes the final manifest lists (%s): "+
-				"restore them from a copy, or with the reportjob that wrote them (tool_version %q)",
-				len(lost), strings.Join(lost, ", "), cur.m.ToolVersion)
+			advice := "restore them from a copy of the objects"
+			if cur.m.ToolVersion != c.Version {
+				advice += fmt.Sprintf(", or run verify --repair with the reportjob that wrote them (tool_version %q)", cur.m.ToolVersion)
+			}
+			mc.NotRepairable = fmt.Sprintf("%d lost or corrupt object(s) cannot be made again with the bytes the final manifest lists "+
+				"from what the month still holds (an agency's PDF and Parquet are made from its statement CSV, the statements "+
+				"Parquet from the agencies' CSVs or Parquet files) (%s): %s",
+				len(lost), strings.Join(lost, ", "), advice)
 		}
 	}
 	return nil
-}
-
-// restore uploads again the objects of final month cur that are missing
-// or corrupt, when a rebuild gives them with the same bytes; lost are the
-// keys of those that are missing or corrupt and that no rebuild gives.
-func (c *Closer) restore(ctx context.Context, set *monthSet, rec Record, cur *current) (restored int, lost []string, err error) {
-	man := cur.m
-	c = c.as(man)
-	w := &monthWork{changed: true, final: true, reason: man.Reason, legacyChain: man.LegacyChain()}
-	bt, err := c.build(ctx, set, rec, man.Month, w, man, man.StatementRevision)
-	if err != nil {
-		return 0, nil, err
-	}
-	files, err := c.encode(man.Month, bt.stmts, bt.adjRows, nil)
-	defer removeFiles(files)
-	if err != nil {
-		return 0, nil, err
-	}
-	want := map[string]report.FileInfo{}
-	for _, f := range man.Files {
-		want[f.Key] = f
-	}
-	var todo []encode.File
-	rebuilt := map[string]bool{}
-	for _, f := range files {
-		info, ok := want[f.Key]
-		if !ok || info.SHA256 != f.SHA256 {
-			continue
-		}
-		rebuilt[f.Key] = true
-		if c.intact(ctx, info) {
-			continue
-		}
-		todo = append(todo, f)
-	}
-	for _, f := range man.Files {
-		if !rebuilt[f.Key] && !c.intact(ctx, f) {
-			lost = append(lost, f.Key)
-		}
-	}
-	return len(todo), lost, c.upload(ctx, todo)
-}
-
-// intact reports whether the object info describes is in the sink with
-// its size and SHA-256.
-func (c *Closer) intact(ctx context.Context, info report.FileInfo) bool {
-	file, _, err := c.Periods.Fetch(ctx, info, c.Dir)
-	if err != nil {
-		return false
-	}
-	file.Close()
-	removeFiles([]encode.File{{Path: file.Name()}})
-	return true
 }
 
 // as returns a copy of c that writes the agency files man records and

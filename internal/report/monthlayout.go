@@ -30,6 +30,21 @@ func AgencyMonthPrefix(agency, month string) string {
 	return DirAgencies + "/agency=" + keys.EscapeAgency(agency) + "/month=" + month + "/"
 }
 
+// AgencyOfMonthPrefix returns the agency id of an
+// "agencies/agency=A/month=M/" prefix (AgencyMonthPrefix's inverse).
+func AgencyOfMonthPrefix(prefix string) (string, bool) {
+	rest, ok := strings.CutPrefix(prefix, DirAgencies+"/agency=")
+	if !ok {
+		return "", false
+	}
+	esc, _, ok := strings.Cut(rest, "/month=")
+	if !ok {
+		return "", false
+	}
+	id, err := keys.UnescapeAgency(esc)
+	return id, err == nil
+}
+
 // MonthManifestPrefix returns "manifests/month=M/".
 func MonthManifestPrefix(month string) string { return MonthManifestsPrefix + month + "/" }
 
