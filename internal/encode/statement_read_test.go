@@ -24,8 +24,8 @@ func TestStatementCSVRoundTrip(t *testing.T) {
 		Net: money.TotalOf(700), Commission: money.TotalOf(-56)}
 	for _, legacy := range []bool{false, true} {
 		s := &statement.Agency{AgencyID: "=acme", Month: "2026-02", Status: statement.Final, Revision: 3, LegacyChain: legacy,
-			Lines: []statement.Line{{Currency: usd, Totals: tot, PriorPeriodAdjustments: money.TotalOf(8), CommissionDue: money.TotalOf(-48)}},
-			Days:  []statement.Day{{Date: "2026-02-01", Currency: usd, Totals: tot}},
+			Lines:       []statement.Line{{Currency: usd, Totals: tot, PriorPeriodAdjustments: money.TotalOf(8), CommissionDue: money.TotalOf(-48)}},
+			Days:        []statement.Day{{Date: "2026-02-01", Currency: usd, Totals: tot}},
 			Adjustments: []statement.Adjustment{{Period: p, ToRevision: 2, Reason: "recheck", Digest: "d2", Currency: usd, Totals: tot}},
 			Periods:     []statement.PeriodRef{{Period: p, Revision: 1, Digest: "d1", ManifestSHA256: "m1"}},
 		}
