@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/reportjob/reportjob/internal/money"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/statement"
 )
@@ -77,11 +78,61 @@ func agencyFilesOf(m *Manifest) map[string][]report.FileInfo {
 }
 
 // digest is the SHA-256 of what s's files show but its revision, and of
-// the agency files written.
+// the agency files written. A LegacyChain statement is hashed as the
+// statements written before digests were (legacyAgency), so that the
+// digests its month manifest recorded still match.
 func digest(s *statement.Agency, formats []string) string {
 	c := *s
 	c.Revision = 0
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%q\n%+v", digestVersion, formats, c)
+	if c.LegacyChain {
+		fmt.Fprintf(h, "%s\n%q\n%+v", digestVersion, formats, legacyOf(&c))
+	} else {
+		fmt.Fprintf(h, "%s\n%q\n%+v", digestVersion, formats, c)
+	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// legacyAgency, legacyAdjustment and legacyPeriodRef are statement.Agency,
+// Adjustment and PeriodRef as they were before digests: the same field
+// names in the same order, so that %+v prints what it printed then.
+type legacyAgency struct {
+	Job, AgencyID, Month, Zone string
+	Status                     statement.Status
+	Revision                   int
+	ClosesAt                   string
+	Lines                      []statement.Line
+	Days                       []statement.Day
+	Adjustments                []legacyAdjustment
+	Periods                    []legacyPeriodRef
+}
+
+type legacyAdjustment struct {
+	Period                   report.Period
+	Month                    string
+	FromRevision, ToRevision int
+	Reason                   string
+	Currency                 money.Currency
+	statement.Totals
+}
+
+type legacyPeriodRef struct {
+	Period         report.Period
+	Revision       int
+	ManifestKey    string
+	ManifestSHA256 string
+}
+
+func legacyOf(s *statement.Agency) legacyAgency {
+	l := legacyAgency{Job: s.Job, AgencyID: s.AgencyID, Month: s.Month, Zone: s.Zone, Status: s.Status, Revision: s.Revision,
+		ClosesAt: s.ClosesAt, Lines: s.Lines, Days: s.Days}
+	for _, a := range s.Adjustments {
+		l.Adjustments = append(l.Adjustments, legacyAdjustment{Period: a.Period, Month: a.Month, FromRevision: a.FromRevision,
+			ToRevision: a.ToRevision, Reason: a.Reason, Currency: a.Currency, Totals: a.Totals})
+	}
+	for _, p := range s.Periods {
+		l.Periods = append(l.Periods, legacyPeriodRef{Period: p.Period, Revision: p.Revision, ManifestKey: p.ManifestKey,
+			ManifestSHA256: p.ManifestSHA256})
+	}
+	return l
 }

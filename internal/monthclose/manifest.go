@@ -143,16 +143,21 @@ type Total struct {
 
 // LegacyChain reports whether m was written before the audit chain named
 // each period revision by its content digest: its statements print the
-// period manifests' sha256 instead (statement.Agency.LegacyChain).
+// period manifests' sha256 instead (statement.Agency.LegacyChain). An
+// adjustment booked before digests and carried into a later revision may
+// still have none (carryAdjustments adds it when it can): that alone is
+// no legacy chain.
 func (m *Manifest) LegacyChain() bool {
 	for _, p := range m.Periods {
 		if p.Digest == "" {
 			return true
 		}
 	}
-	for _, a := range m.Adjustments {
-		if a.Digest == "" {
-			return true
+	if len(m.Periods) == 0 {
+		for _, a := range m.Adjustments {
+			if a.Digest == "" {
+				return true
+			}
 		}
 	}
 	return false

@@ -129,7 +129,7 @@ func (c *Closer) build(ctx context.Context, months *monthSet, rec Record, m stri
 	}
 	bt := &built{man: man}
 	if prev != nil {
-		if bt.adjRows, err = c.carryAdjustments(ctx, b, man, prev); err != nil {
+		if bt.adjRows, err = c.carryAdjustments(ctx, b, man, prev, w.legacyChain); err != nil {
 			return nil, err
 		}
 	}
@@ -225,7 +225,8 @@ func (c *Closer) readPeriod(ctx context.Context, p report.Period) (statement.Per
 
 // carryAdjustments adds the adjustments prev booked (a draft's) to b and
 // man, with their rows read back from prev's adjustments file.
-func (c *Closer) carryAdjustments(ctx context.Context, b *statement.Builder, man *Manifest, prev *Manifest) ([]report.AdjustmentRow, error) {
+// With legacy (checking prev's own files), they are carried as they are.
+func (c *Closer) carryAdjustments(ctx context.Context, b *statement.Builder, man *Manifest, prev *Manifest, legacy bool) ([]report.AdjustmentRow, error) {
 	if len(prev.Adjustments) == 0 {
 		return nil, nil
 	}
@@ -255,7 +256,19 @@ func (c *Closer) carryAdjustments(ctx context.Context, b *statement.Builder, man
 				mine = append(mine, r)
 			}
 		}
-		b.AddAdjustment(report.Period{Start: a.PeriodStart.UTC(), End: a.PeriodEnd.UTC()}, a.PeriodMonth, a.FromRevision, a.ToRevision, a.Reason, a.Digest, mine)
+		p := report.Period{Start: a.PeriodStart.UTC(), End: a.PeriodEnd.UTC()}
+		if a.Digest == "" && !legacy {
+			// Booked before digests: its digest, when the period still
+			// holds the very revision booked (its manifest's bytes).
+			cur, err := c.Periods.Current(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			if cur.Manifest != nil && cur.Manifest.Revision == a.ToRevision && report.SHA256Hex(cur.Raw) == a.SHA256 {
+				a.Digest = report.ContentDigest(cur.Manifest)
+			}
+		}
+		b.AddAdjustment(p, a.PeriodMonth, a.FromRevision, a.ToRevision, a.Reason, a.Digest, mine)
 		man.Adjustments = append(man.Adjustments, a)
 	}
 	return rows, nil
