@@ -234,6 +234,11 @@ func (d *doc) auditChain() {
 	explain := fmt.Sprintf("The %d periods of %s this statement was built from, with the revision of each it includes and its "+
 		"digest: the SHA-256 of what that revision holds (its files' SHA-256 and the fingerprint of its items, not when it "+
 		"was published), which its manifest lists down to the items. ", len(ps), d.s.Month)
+	if len(ps) == 0 {
+		explain = fmt.Sprintf("No period of %s: this statement has prior-period adjustments only. Each period revision is named "+
+			"with its digest: the SHA-256 of what that revision holds (its files' SHA-256 and the fingerprint of its items, "+
+			"not when it was published), which its manifest lists down to the items. ", d.s.Month)
+	}
 	if len(adj) > 0 {
 		explain += fmt.Sprintf("Then the %d restated period revisions of earlier months its prior-period adjustments come from (adj.). ", len(adj))
 	}
