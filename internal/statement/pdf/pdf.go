@@ -2,8 +2,9 @@
 // the PDF the agency receives: who and which month, draft or final, per
 // currency the totals and the commission due, a chart of daily commission,
 // the day-by-day table, the prior-period adjustments and the audit chain
-// (every period the statement covers with its revision and manifest
-// sha256), on A4 pages numbered "page n of m".
+// (every period the statement covers, and each restated period its
+// adjustments come from, with its revision and digest; a LegacyChain
+// statement: its manifest sha256), on A4 pages numbered "page n of m".
 //
 // The PDF is written with github.com/go-pdf/fpdf (v0.9.0, patched in
 // third_party/fpdf to do its per-font work once per process, same bytes)
