@@ -25,6 +25,8 @@ import (
 //
 //	acme's PDF             from acme's statement CSV and the month manifest
 //	the statements Parquet from the agencies' CSVs
+//	February, final with its adjustment: its adjustments file and delta's
+//	                       PDF, from the agencies' CSVs
 //	acme's PDF, CSV and Parquet: the Parquet comes back from the statements
 //	                       Parquet; the PDF and CSV cannot, and are named (exit 4,
 //	                       not_repairable), without "the reportjob that wrote them"
@@ -98,6 +100,39 @@ func TestFinalMonthRepairAfterRestatement(t *testing.T) {
 		r.cli(0, verify...)
 		frCheck(r, fmt.Sprintf("%v restored", lost))
 	}
+
+	// February, with its prior-period adjustments, final too: its lost
+	// adjustments file and delta's PDF come back from the agencies' CSVs.
+	r.run("2026-03-01T00:05:00Z", nil)
+	r.cli(0, "statement", "--close", "--month", "2026-02", "--now", "2026-03-01T00:06:00Z")
+	feb := r.monthManifest("2026-02")
+	if !feb.Final() || len(feb.Adjustments) != 1 {
+		t.Fatalf("February: %s with %d adjustments, want final with 1", feb.Status, len(feb.Adjustments))
+	}
+	frCheck(r, "February final")
+	var febLost []string
+	for _, f := range feb.Files {
+		if strings.HasPrefix(f.Key, report.MonthManifestPrefix("2026-02")+"adjustments-") ||
+			strings.HasPrefix(f.Key, report.AgencyMonthPrefix("delta", "2026-02")) && strings.HasSuffix(f.Key, ".pdf") {
+			febLost = append(febLost, f.Key)
+		}
+	}
+	if len(febLost) != 2 {
+		t.Fatalf("February's adjustments file and delta's PDF: %v", febLost)
+	}
+	febBefore := h.objects()
+	remove(febLost...)
+	febVerify := []string{"verify", "--from", "2026-01-28T00:00:00Z", "--to", "2026-03-01T00:00:00Z", "--now", "2026-03-01T01:00:00Z"}
+	if sum, out := r.cli(exitDiffers, append(febVerify, "--repair")...); sum["status"] != "repaired" || strings.Contains(out, "NOT repairable") {
+		t.Fatalf("verify --repair, February's adjustments file and delta's PDF lost: %v\n%s", sum, out)
+	}
+	for _, k := range febLost {
+		if got := h.objects()[k]; got != febBefore[k] {
+			t.Errorf("%s after the repair: sha256 %q, want %q", k, got, febBefore[k])
+		}
+	}
+	r.cli(0, febVerify...)
+	frCheck(r, "February restored")
 
 	remove(pdf, csvKey, pq)
 	for range 2 {

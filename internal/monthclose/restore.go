@@ -70,13 +70,15 @@ func (c *Closer) restore(ctx context.Context, set *monthSet, rec Record, cur *cu
 	if len(done) < len(broken) && c.periodsAsNamed(ctx, man, rec) {
 		w := &monthWork{changed: true, final: true, reason: man.Reason, legacyChain: man.LegacyChain()}
 		bt, err := c.build(ctx, set, rec, man.Month, w, man, man.StatementRevision)
-		if err != nil {
-			return 0, nil, err
+		if err == nil {
+			var fs []encode.File
+			fs, err = c.encode(man.Month, bt.stmts, bt.adjRows, nil)
+			take(fs)
 		}
-		fs, err := c.encode(man.Month, bt.stmts, bt.adjRows, nil)
-		take(fs)
 		if err != nil {
-			return 0, nil, err
+			// A second source only (its adjustments file lost, say):
+			// what it would give is named as lost.
+			c.Log.Warn("a rebuild of a final month from the period revisions it names failed", "month", man.Month, "err", err)
 		}
 	}
 	for _, f := range man.Files {

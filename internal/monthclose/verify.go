@@ -103,10 +103,12 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 		mc.Problems = append(mc.Problems, key+": an interrupted publication's intent: its cleanup is pending")
 	}
 	// The objects.
+	adjLost := false // the adjustments file: a rebuild reads it back
 	for _, f := range man.Files {
 		file, _, err := c.Periods.Fetch(ctx, f, c.Dir)
 		if err != nil {
 			mc.Problems = append(mc.Problems, fmt.Sprintf("%s: %v", f.Key, err))
+			adjLost = adjLost || strings.HasPrefix(f.Key, report.MonthManifestPrefix(m)+adjustmentsBase+"-")
 			continue
 		}
 		file.Close()
@@ -151,7 +153,7 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 		mc.Problems = append(mc.Problems, fmt.Sprintf("the statement covers %d period(s); %d of the month are delivered", len(man.Periods), len(periods)))
 		restated = true
 	}
-	if restated {
+	if restated || adjLost {
 		return mc, nil
 	}
 	// Rebuild and compare, with the files it was published with: same
