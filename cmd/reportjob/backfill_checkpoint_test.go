@@ -18,8 +18,9 @@ import (
 // run at 01-10T00:00Z delivers 01-07 and 01-08 (01-09 is not due yet):
 // checkpoint 01-09.
 //
-//	TestBackfillPastCheckpoint: `run --backfill --from 01-07 --to 01-10`
-//	  (and its --dry-run) reaches past the checkpoint: refused, exit 2,
+//	TestBackfillPastCheckpoint: a backfill before the first delivery, and
+//	  `run --backfill --from 01-07 --to 01-10`
+//	  (and its --dry-run) past the checkpoint: refused, exit 2,
 //	  nothing written; the message names --to and the checkpoint and says
 //	  that run delivers the period after it. The run delivers 01-09 and
 //	  January's statement counts it; a backfill within the checkpoint
@@ -81,6 +82,18 @@ func (r *stRunner) wantPeriods(m string, want ...string) {
 }
 
 func TestBackfillPastCheckpoint(t *testing.T) {
+	// Before the first delivery, every backfill is run's work.
+	first := &stRunner{t: t, h: procHarness(t, "embedded", harnessOptions{period: "24h", start: "2026-01-07", top: bcTop}), bin: procBinary(t)}
+	first.cli(0, "init")
+	sum, _ := first.cli(exitUsage, "run", "--backfill", "--from", "2026-01-07", "--to", "2026-01-09", "--now", "2026-01-10T00:05:00Z")
+	if msg := fmt.Sprint(sum["error"]); !strings.Contains(msg, "--to 2026-01-09T00:00:00Z: no period is delivered yet") ||
+		!strings.Contains(msg, "run delivers the periods from report.start (3 due") {
+		t.Errorf("backfill before the first delivery: %v", sum)
+	}
+	if st := procState(first.h); !st.Checkpoint.IsZero() {
+		t.Errorf("a refused backfill moved the checkpoint: %v", st.Checkpoint)
+	}
+
 	r := bcRunner(t, "embedded")
 	before := r.h.objects()
 	for _, dry := range []bool{false, true} {
