@@ -53,10 +53,10 @@ type runSummary struct {
 
 func cmdRun(ctx context.Context, c *cli, args []string) error {
 	fs := newFlags(c, "run")
-	backfill := fs.Bool("backfill", false, "rebuild the periods in [--from, --to) whatever the checkpoint; never moves it")
+	backfill := fs.Bool("backfill", false, "rebuild the delivered periods in [--from, --to) (--to at or before the checkpoint); never moves it")
 	var from, to, now timeFlag
 	fs.Var(&from, "from", "backfill start (a period boundary)")
-	fs.Var(&to, "to", "backfill end, exclusive (a period boundary, not beyond now - lateness)")
+	fs.Var(&to, "to", "backfill end, exclusive (a period boundary, at or before the checkpoint)")
 	dry := fs.Bool("dry-run", false, "read and build everything, list what would be written, write nothing")
 	fs.Var(&now, "now", "fix the report clock (replay and tests)")
 	failOnRejects := fs.Bool("fail-on-rejects", false, "exit 5 when the periods published have rejects (after publishing them)")

@@ -17,6 +17,7 @@ import (
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/keys"
+	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/report"
 )
 
@@ -404,6 +405,7 @@ func (s *crashScenario) reference(t *testing.T, bin, backend string) crashRefere
 	ref := crashReference{snap: snapshot(h), state: procState(h)}
 	checkSinkInvariant(t, ref.snap)
 	s.checkBilledOnce(h, ref.snap)
+	checkStatementTotals(h, ref.snap)
 	restated := report.Period{Start: hourAt(2, 0, 0), End: hourAt(3, 0, 0)}
 	if m := ref.snap.manifests[report.ManifestKey(restated)]; m == nil || m.Revision != 2 || m.Reason != report.ReasonRecheck ||
 		m.DuplicatesAcrossPeriods != 2 {
@@ -441,7 +443,9 @@ func checkNoTemp(h *harness) {
 	})
 }
 
-// check compares h (after a crash and its recovery) with the reference.
+// check compares h (after a crash and its recovery) with the reference,
+// and checks that the sum of all statements equals the latest period
+// summaries.
 func (s *crashScenario) check(h *harness, ref crashReference) {
 	h.t.Helper()
 	checkNoTemp(h) // before anything opens the sink again
@@ -450,4 +454,17 @@ func (s *crashScenario) check(h *harness, ref crashReference) {
 	compareSinks(h.t, ref.snap, snap)
 	compareStates(h.t, ref.state, procState(h))
 	s.checkBilledOnce(h, snap)
+	checkStatementTotals(h, snap)
+}
+
+// checkStatementTotals checks the statements of snap to the minor unit
+// (stCheckTotals, statements in UTC as the scenarios' are): the sum of all
+// statements equals the latest revision of every period summary.
+func checkStatementTotals(h *harness, snap sinkSnapshot) {
+	h.t.Helper()
+	mans := map[string]*monthclose.Manifest{}
+	for _, ms := range snap.months {
+		mans[ms.manifest.Month] = ms.manifest
+	}
+	stCheckTotals(h.t, h, snap.objects, mans, "UTC")
 }

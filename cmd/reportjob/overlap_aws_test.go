@@ -33,8 +33,9 @@ import (
 // zombieEpisode says which process is stopped, and at which request.
 type zombieEpisode struct {
 	name string
-	// backfill makes the stopped process a backfill of the first hour
-	// (which rewrites the dedupe index's period lists, not the sink).
+	// backfill makes the stopped process a backfill of the periods the
+	// first run delivered (which rewrites the dedupe index's period
+	// lists, not the sink).
 	backfill bool
 	// items per period: above 25, claims go out in several batches, some
 	// during the dedupe, before the fence is checked again at its end.
@@ -181,7 +182,9 @@ func overlapZombieAWS(t *testing.T, bin string, ep zombieEpisode) {
 	}
 	args := []string{"run"}
 	if ep.backfill {
-		args = []string{"run", "--backfill", "--from", start.Format(time.RFC3339), "--to", start.Add(time.Hour).Format(time.RFC3339)}
+		// The periods the first run delivered (a backfill stops at the
+		// checkpoint).
+		args = []string{"run", "--backfill", "--from", start.Format(time.RFC3339), "--to", cp0.Format(time.RFC3339)}
 	}
 	zombie := procCmd(bin, zh, env, args...)
 	var zout, zerr bytes.Buffer

@@ -212,6 +212,12 @@ func (s *Sink) Stat(_ context.Context, key string) (driver.Attrs, error) {
 // starting with '.' (the lock, temporary files, foreign hidden files) and
 // files whose path is not a valid key are skipped.
 func (s *Sink) List(ctx context.Context, prefix string) ([]driver.Attrs, error) {
+	return s.ListAfter(ctx, prefix, "")
+}
+
+// ListAfter is List less the keys at or before after: the walk skips the
+// folders whose keys all sort before it (driver.AfterLister).
+func (s *Sink) ListAfter(ctx context.Context, prefix, after string) ([]driver.Attrs, error) {
 	start := "."
 	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
 		start = prefix[:i]
@@ -240,9 +246,12 @@ func (s *Sink) List(ctx context.Context, prefix string) ([]driver.Attrs, error) 
 			if !strings.HasPrefix(p+"/", prefix) && !strings.HasPrefix(prefix, p+"/") {
 				return fs.SkipDir
 			}
+			if p+"/" < after && !strings.HasPrefix(after, p+"/") {
+				return fs.SkipDir // every key in it sorts before after
+			}
 			return nil
 		}
-		if !d.Type().IsRegular() || !strings.HasPrefix(p, prefix) || sink.CheckKey(p) != nil {
+		if !d.Type().IsRegular() || !strings.HasPrefix(p, prefix) || p <= after || sink.CheckKey(p) != nil {
 			return nil
 		}
 		fi, err := d.Info()

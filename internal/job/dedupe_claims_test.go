@@ -56,16 +56,16 @@ func TestDedupeCopyOutsideWindowKeepsFirstBilling(t *testing.T) {
 func TestDedupeSweepClockAhead(t *testing.T) {
 	e := newEnv(t, embeddedStack)
 	e.put(purchase("order-1", "a", 10000, at(0, 10)))
-	e.run(e.job("A"), job.RunOptions{Now: at(1, 3)})
-	// A backfill of an empty hour with the host clock a year ahead (a
-	// --now that far ahead of the wall clock is refused).
+	e.run(e.job("A"), job.RunOptions{Now: at(6, 3)})
+	// A backfill of a delivered empty hour with the host clock a year
+	// ahead (a --now that far ahead of the wall clock is refused).
 	e.clock.Add(365 * 24 * time.Hour)
 	e.run(e.job("B"), job.RunOptions{Now: at(365*24, 0), Backfill: true, From: at(5, 0), To: at(6, 0)})
 	e.clock.Add(-365 * 24 * time.Hour)
-	// The identical retry in the next hour.
-	e.put(purchase("order-1", "a", 10000, at(1, 10)))
-	e.run(e.job("C"), job.RunOptions{Now: at(2, 3)})
-	tx, dups := e.billed(hour(0), hour(1))
+	// The identical retry in the next hour to be delivered.
+	e.put(purchase("order-1", "a", 10000, at(6, 10)))
+	e.run(e.job("C"), job.RunOptions{Now: at(7, 3)})
+	tx, dups := e.billed(hour(0), hour(6))
 	if tx[0] != 1 || tx[1] != 0 || dups[1] != 1 {
 		t.Errorf("billed %v (duplicates across periods %v), want [1 0] ([0 1]): the clock ahead swept the claim", tx, dups)
 	}

@@ -12,7 +12,9 @@ import (
 )
 
 // loadGrid returns the grid of the job whose state is st (report.Grid
-// says which periods exist). A state written before grids were recorded
+// says which periods exist), with the last period published after the
+// checkpoint, if any (one listing of the manifests from the checkpoint's
+// on: report.Grid.Published). A state written before grids were recorded
 // (a checkpoint and no grid) gets its grid inferred from the sink once;
 // a run holding the lease writes it, so that later runs read it.
 func (r *runner) loadGrid(ctx context.Context, st *checkpoint.State) (report.Grid, error) {
@@ -31,7 +33,24 @@ func (r *runner) loadGrid(ctx context.Context, st *checkpoint.State) (report.Gri
 		}
 		st.Grid = grid
 	}
-	return report.NewGrid(*st, r.j.Start, r.j.Period), nil
+	g := report.NewGrid(*st, r.j.Start, r.j.Period)
+	from := st.Checkpoint
+	if from.IsZero() {
+		var err error
+		if from, err = g.First(); err != nil {
+			return g, nil // nothing delivered and no report.start: run says so
+		}
+	}
+	pub, err := r.publisher().LastFrom(ctx, from)
+	if err != nil {
+		return report.Grid{}, fmt.Errorf("look for periods published after the checkpoint: %w", err)
+	}
+	if !pub.End.IsZero() {
+		r.j.Log.Info("a period after the checkpoint is published already: the grid keeps it as it was published until its end",
+			"checkpoint", st.Checkpoint.UTC().Format(time.RFC3339), "last_published", pub.String())
+		g.Published = pub
+	}
+	return g, nil
 }
 
 // inferGrid works out the grid of the periods delivered up to cp from the

@@ -119,8 +119,9 @@ type RunOptions struct {
 	// DryRun reads and builds every due period, writes nothing and moves
 	// nothing. It does not take the lease.
 	DryRun bool
-	// Backfill rebuilds the periods in [From, To) whatever the checkpoint
-	// and never moves it.
+	// Backfill rebuilds the delivered periods in [From, To) and never
+	// moves the checkpoint: To after the checkpoint is a bad range (the
+	// periods after it are run's).
 	Backfill bool
 	From, To time.Time
 	// Progress, when set, is called before each period is built; what is
@@ -187,6 +188,18 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 		return res, err
 	}
 	defer r.stop(ctx)
+	if opts.Backfill {
+		// A backfill's range is checked before it touches anything.
+		if periods, err = r.grid.Range(opts.From, opts.To); err != nil {
+			return res, fmt.Errorf("%w: %w", ErrBadRange, err)
+		}
+		if err := j.checkWatermark(opts); err != nil {
+			return res, err
+		}
+		if err := r.checkDelivered(opts, st.Checkpoint); err != nil {
+			return res, err
+		}
+	}
 	// The monthly close: first what an interrupted command left (so that
 	// each restatement is taken in before the next one), then, once the
 	// periods and rechecks are done, what this run published.
@@ -204,14 +217,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 		}
 	}()
 	res.Checkpoint = st.Checkpoint
-	if opts.Backfill {
-		if periods, err = r.grid.Range(opts.From, opts.To); err != nil {
-			return res, fmt.Errorf("%w: %w", ErrBadRange, err)
-		}
-		if err := j.checkWatermark(opts); err != nil {
-			return res, err
-		}
-	} else {
+	if !opts.Backfill {
 		periods, res.PeriodsRemaining, err = r.grid.Due(opts.Now, j.Lateness, j.MaxPeriods)
 		if err != nil {
 			return res, err
@@ -315,6 +321,30 @@ func (j *Job) checkBackfill(opts RunOptions) error {
 			opts.To.UTC().Format(time.RFC3339), opts.From.UTC().Format(time.RFC3339))
 	}
 	return nil
+}
+
+// checkDelivered refuses a backfill that reaches past the checkpoint cp
+// (or any backfill before the first delivery), before it touches
+// anything: a backfill rebuilds delivered periods, and the periods after
+// the checkpoint are run's, which moves the checkpoint over them so that
+// the monthly close counts each (SPEC section 7: every published period is
+// counted by exactly one statement).
+func (r *runner) checkDelivered(opts RunOptions, cp time.Time) error {
+	if !cp.IsZero() && !opts.To.After(cp) {
+		return nil
+	}
+	due := ""
+	if ps, n, err := r.grid.Due(opts.Now, r.j.Lateness, 0); err == nil {
+		due = fmt.Sprintf(" (%d due at %s)", len(ps)+n, opts.Now.UTC().Format(time.RFC3339))
+	}
+	to := opts.To.UTC().Format(time.RFC3339)
+	if cp.IsZero() {
+		return fmt.Errorf("%w: --to %s: no period is delivered yet (no checkpoint): a backfill rebuilds delivered periods, "+
+			"and run delivers the periods from report.start%s", ErrBadRange, to, due)
+	}
+	return fmt.Errorf("%w: --to %s is after the checkpoint %s: a backfill rebuilds delivered periods only, "+
+		"and run delivers the periods after the checkpoint%s; use --to %s or earlier", ErrBadRange, to,
+		cp.UTC().Format(time.RFC3339), due, cp.UTC().Format(time.RFC3339))
 }
 
 // checkWatermark refuses a backfill that reaches beyond the watermark.

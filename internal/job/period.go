@@ -326,10 +326,11 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		Totals: totals, Rates: &rates, ParquetLayout: layout, Files: files,
 	}
 	res.Manifest = man
-	if cur.Manifest != nil && man.SameContent(cur.Manifest) &&
-		(!m.reprice || cur.Manifest.Rates != nil && cur.Manifest.Rates.Equal(rates)) {
+	if cur.Manifest != nil && man.SameContent(cur.Manifest) {
 		// Rebuilt to the same objects (a backfill or repair of an
-		// unchanged period): the revision stands.
+		// unchanged period, a re-pricing that changes no price): the
+		// revision stands, with the rates it records (SPEC section 3:
+		// only a period whose prices change is restated).
 		if err := sess.Close(ctx); err != nil {
 			return res, err
 		}

@@ -79,3 +79,35 @@ func (pb *Publisher) PublishedBefore(ctx context.Context, t time.Time) ([]Publis
 	}
 	return res, nil
 }
+
+// LastFrom returns the period of the last manifest in the sink whose
+// period starts at or after t (zero when there is none): one listing of
+// the period manifests from t's on (their keys sort by time), whose cost
+// grows with the periods published from t on (normally none), and one
+// read.
+func (pb *Publisher) LastFrom(ctx context.Context, t time.Time) (report.Period, error) {
+	prefix := report.DirManifests + "/period="
+	objs, err := pb.Bucket.ListAfter(ctx, prefix, prefix+report.Period{Start: t}.Name())
+	if err != nil {
+		return report.Period{}, fmt.Errorf("list the manifests from %s on: %w", t.UTC().Format(time.RFC3339), err)
+	}
+	for i := len(objs) - 1; i >= 0; i-- {
+		key := objs[i].Key
+		if !strings.HasSuffix(key, "/manifest.json") {
+			continue // a publication intent
+		}
+		raw, _, err := pb.Bucket.ReadAll(ctx, key, maxManifestBytes)
+		if errors.Is(err, sink.ErrNotFound) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return report.Period{}, fmt.Errorf("read %s: %w", pb.Bucket.URL(key), err)
+		}
+		m, err := report.ParseManifest(raw)
+		if err != nil {
+			return report.Period{}, fmt.Errorf("%s: %w", pb.Bucket.URL(key), err)
+		}
+		return m.Period(), nil
+	}
+	return report.Period{}, nil
+}

@@ -17,6 +17,8 @@ import (
 //   - After the checkpoint, the grid of the last epoch goes on until the
 //     first boundary at or after the checkpoint that it shares with the
 //     configured period (Switch); from there, periods are Period long.
+//     A period already published after the checkpoint (Published) keeps
+//     the grid it was published with: the switch waits for its end.
 //   - No period starts before the first delivered period (Epochs[0].From)
 //     or, when none was delivered yet, before Start (report.start). Once
 //     a period is delivered, report.start no longer matters.
@@ -29,6 +31,14 @@ type Grid struct {
 	Start time.Time
 	// Period is the configured report.period.
 	Period time.Duration
+	// Published is the last period after the checkpoint that has a
+	// manifest (zero: none, as normally): a run stopped between a
+	// period's manifest and its checkpoint, or a backfill of an earlier
+	// version published it. The grid keeps it as it was published, so
+	// that no published period ever makes a report.period change fail
+	// (SPEC section 7); the next run delivers it again and moves the
+	// checkpoint over it.
+	Published Period
 }
 
 // NewGrid returns the grid of a job whose state is st (with its grid
@@ -50,28 +60,28 @@ func (g Grid) First() (time.Time, error) {
 }
 
 // Switch returns when the configured period takes over: the first
-// boundary at or after the checkpoint that the last epoch's period and
-// the configured one share (the last epoch's start when they are the
-// same; the first period when nothing was delivered).
+// boundary that the grid in force after the checkpoint and the configured
+// period share, at or after the checkpoint and after the end of the
+// Published period (the last epoch's start when the periods are the same;
+// the first period when nothing was delivered).
 func (g Grid) Switch() time.Time {
-	if len(g.Epochs) == 0 {
+	es := g.epochs()
+	if len(es) == 0 {
 		t, _ := g.First()
 		return t
 	}
-	last := g.Epochs[len(g.Epochs)-1]
-	if last.Period == g.Period {
-		return last.From.UTC()
+	return es[len(es)-1].From
+}
+
+// boundary returns the first boundary at or after t that periods of a and
+// b share.
+func boundary(t time.Time, a, b time.Duration) time.Time {
+	l := lcm(a, b)
+	s := PeriodAt(t, l).Start
+	if s.Before(t) {
+		s = s.Add(l)
 	}
-	from := g.Checkpoint
-	if from.Before(last.From) {
-		from = last.From
-	}
-	l := lcm(last.Period, g.Period)
-	t := PeriodAt(from, l).Start
-	if t.Before(from) {
-		t = t.Add(l)
-	}
-	return t
+	return s
 }
 
 func lcm(a, b time.Duration) time.Duration {
@@ -82,10 +92,11 @@ func lcm(a, b time.Duration) time.Duration {
 	return a / x * b
 }
 
-// epochs returns the recorded epochs and, when the configured period
-// differs from the last one, the epoch it starts at the switch.
+// epochs returns the recorded epochs, then those after the checkpoint
+// (after).
 func (g Grid) epochs() []checkpoint.Epoch {
-	if len(g.Epochs) == 0 {
+	es := g.Epochs
+	if len(es) == 0 {
 		first, err := g.First()
 		switch {
 		case err != nil && g.Checkpoint.IsZero():
@@ -93,15 +104,51 @@ func (g Grid) epochs() []checkpoint.Epoch {
 		case err != nil || first.After(g.Checkpoint) && !g.Checkpoint.IsZero():
 			// A state whose grid is not known (status does not infer
 			// it): the configured grid from the checkpoint.
-			first = g.Checkpoint
+			return []checkpoint.Epoch{{From: g.Checkpoint.UTC(), Period: g.Period}}
 		}
-		return []checkpoint.Epoch{{From: first.UTC(), Period: g.Period}}
+		// Nothing delivered yet: the first period's grid is the
+		// configured one, or that of a period already published from it.
+		d := g.Period
+		if pub := g.Published; pub.Start.Equal(first) && Aligned(first, pub.End.Sub(pub.Start)) {
+			d = pub.End.Sub(pub.Start)
+		}
+		es = []checkpoint.Epoch{{From: first.UTC(), Period: d}}
 	}
-	es := g.Epochs
-	if last := es[len(es)-1]; last.Period != g.Period {
-		es = append(slices.Clip(es), checkpoint.Epoch{From: g.Switch(), Period: g.Period})
+	if after := g.after(es[len(es)-1]); len(after) > 0 {
+		es = append(slices.Clip(es), after...)
 	}
 	return es
+}
+
+// after returns the epochs that follow the last one (last) after the
+// checkpoint. With no Published period, the configured period starts at
+// the first boundary at or after the checkpoint that both grids share.
+// A Published period keeps its grid: on last's grid, the switch waits
+// for its end; on another grid (a run that switched and stopped before
+// its checkpoint moved), that grid starts where it would have, and the
+// configured one after the Published period.
+func (g Grid) after(last checkpoint.Epoch) []checkpoint.Epoch {
+	from := g.Checkpoint
+	if from.Before(last.From) {
+		from = last.From
+	}
+	cur := last.Period
+	var out []checkpoint.Epoch
+	if pub := g.Published; pub.End.After(from) {
+		if d := pub.End.Sub(pub.Start); d != cur {
+			// (On no grid the job could have had, it is left out: what
+			// the run finds at that period says so.)
+			if sw := boundary(from, cur, d); !pub.Start.Before(sw) && Aligned(pub.Start, d) {
+				out = append(out, checkpoint.Epoch{From: sw.UTC(), Period: d})
+				cur = d
+			}
+		}
+		from = pub.End
+	}
+	if cur != g.Period {
+		out = append(out, checkpoint.Epoch{From: boundary(from, cur, g.Period).UTC(), Period: g.Period})
+	}
+	return out
 }
 
 // At returns the period that contains t; false when t is before the

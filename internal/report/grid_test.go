@@ -92,3 +92,62 @@ func TestGridNothingBeforeTheFirstPeriod(t *testing.T) {
 		t.Fatal("Range from inside a period: no error")
 	}
 }
+
+// TestGridKeepsAPeriodPublishedAfterTheCheckpoint: a period already
+// published after the checkpoint (a run stopped between its manifest and
+// its checkpoint, a backfill of an earlier version) keeps the grid it was
+// published with, whatever report.period says now (issue 31).
+func TestGridKeepsAPeriodPublishedAfterTheCheckpoint(t *testing.T) {
+	day := time.Date(2026, 1, 7, 0, 0, 0, 0, time.UTC)
+	d := func(x float64) time.Time { return day.Add(time.Duration(x * float64(24*time.Hour))) }
+	daily := []checkpoint.Epoch{{From: d(0), Period: 24 * time.Hour}}
+	tests := []struct {
+		name       string
+		epochs     []checkpoint.Epoch
+		checkpoint time.Time
+		published  Period
+		period     time.Duration
+		wantSwitch time.Time
+		// wantDue are the starts and lengths of the periods due at d(3).
+		wantDue string
+	}{
+		{"24h published, now 1h: the switch waits for its end", daily, d(2), Period{d(2), d(3)}, time.Hour,
+			d(3), "0109T0000+24h"},
+		{"1h published at the switch, still 1h: as without it", daily, d(2), Period{Start: d(2)}.plus(time.Hour), time.Hour,
+			d(2), "0109T0000+1h 0109T0100+1h"},
+		{"1h published at the switch, back to 24h: 1h until both share a boundary", daily, d(2), Period{Start: d(2)}.plus(time.Hour), 24 * time.Hour,
+			d(3), "0109T0000+1h 0109T0100+1h"},
+		{"nothing delivered, 24h published, now 1h", nil, time.Time{}, Period{d(0), d(1)}, time.Hour,
+			d(1), "0107T0000+24h 0108T0000+1h"},
+		{"published before the checkpoint: no effect", daily, d(2), Period{d(1), d(2)}, time.Hour,
+			d(2), "0109T0000+1h 0109T0100+1h"},
+		{"none published", daily, d(2), Period{}, time.Hour,
+			d(2), "0109T0000+1h 0109T0100+1h"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := Grid{Epochs: tc.epochs, Checkpoint: tc.checkpoint, Start: d(0), Period: tc.period, Published: tc.published}
+			if got := g.Switch(); !got.Equal(tc.wantSwitch) {
+				t.Errorf("Switch = %v, want %v", got, tc.wantSwitch)
+			}
+			if p := tc.published; !p.End.IsZero() && !p.Start.Before(tc.checkpoint) {
+				if got, ok := g.At(p.Start); !ok || got != p {
+					t.Errorf("At(%v) = %v, want the published period %v", p.Start, got, p)
+				}
+			}
+			due, _, err := g.Due(d(3).Add(time.Minute), 0, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range due {
+				got = append(got, p.Start.Format("0102T1504")+"+"+FormatDuration(p.End.Sub(p.Start)))
+			}
+			if strings.Join(got, " ") != tc.wantDue {
+				t.Errorf("Due = %s\nwant  %s", strings.Join(got, " "), tc.wantDue)
+			}
+		})
+	}
+}
+
+func (p Period) plus(d time.Duration) Period { return Period{Start: p.Start, End: p.Start.Add(d)} }

@@ -407,6 +407,12 @@ func (s *Sink) Stat(ctx context.Context, key string) (driver.Attrs, error) {
 // Objects whose key (below the sink's prefix) is not a valid sink key are
 // skipped.
 func (s *Sink) List(ctx context.Context, prefix string) ([]driver.Attrs, error) {
+	return s.ListAfter(ctx, prefix, "")
+}
+
+// ListAfter is List from the key after `after` on (ListObjectsV2's
+// StartAfter): driver.AfterLister.
+func (s *Sink) ListAfter(ctx context.Context, prefix, after string) ([]driver.Attrs, error) {
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(s.opts.Bucket)}
 	strip := ""
 	if s.opts.Prefix != "" {
@@ -414,6 +420,9 @@ func (s *Sink) List(ctx context.Context, prefix string) ([]driver.Attrs, error) 
 	}
 	if full := strip + prefix; full != "" {
 		in.Prefix = aws.String(full)
+	}
+	if after != "" {
+		in.StartAfter = aws.String(strip + after)
 	}
 	var out []driver.Attrs
 	p := s3.NewListObjectsV2Paginator(s.client, in)

@@ -308,6 +308,36 @@ func (b *Bucket) List(ctx context.Context, prefix string) ([]Attrs, error) {
 	return as, nil
 }
 
+// ListAfter returns the Attrs of every object whose key starts with
+// prefix and sorts after `after`, in ascending byte order of key: one
+// listing from `after` on where the driver can (driver.AfterLister), List
+// less the keys before otherwise.
+func (b *Bucket) ListAfter(ctx context.Context, prefix, after string) ([]Attrs, error) {
+	al, ok := b.d.(driver.AfterLister)
+	if !ok {
+		as, err := b.List(ctx, prefix)
+		if err != nil {
+			return nil, err
+		}
+		i := 0
+		for i < len(as) && as[i].Key <= after {
+			i++
+		}
+		return as[i:], nil
+	}
+	if err := CheckPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("list %s: %w", b.d.String(), err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list %s: %w", b.URL(prefix), err)
+	}
+	as, err := al.ListAfter(ctx, prefix, after)
+	if err != nil {
+		return nil, fmt.Errorf("list %s after %s: %w", b.URL(prefix), after, err)
+	}
+	return as, nil
+}
+
 // Delete removes the object at key. Deleting a missing object is not an
 // error.
 func (b *Bucket) Delete(ctx context.Context, key string) error {

@@ -275,3 +275,35 @@ func TestDeferOnlyToSyncers(t *testing.T) {
 		t.Errorf("the Syncer was synced %d times, want 4", syncer.syncs)
 	}
 }
+
+// TestListAfterFallback: over a driver that cannot list from a key on
+// (no driver.AfterLister), ListAfter is List less the keys at or before
+// after, as the drivers that can give it (drivertest's List case).
+func TestListAfterFallback(t *testing.T) {
+	fs, err := filesink.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := struct{ driver.Bucket }{fs} // hides ListAfter
+	if _, ok := driver.Bucket(plain).(driver.AfterLister); ok {
+		t.Fatal("the wrapper still lists from a key on")
+	}
+	b := sink.New(plain)
+	ctx := context.Background()
+	for _, k := range []string{"m/p=1/x", "m/p=2/x", "m/p=2/y", "m/p=3/x", "n/z"} {
+		drivertest.MustPut(t, b, k, []byte(k))
+	}
+	for after, want := range map[string]string{"": "m/p=1/x m/p=2/x m/p=2/y m/p=3/x", "m/p=2": "m/p=2/x m/p=2/y m/p=3/x",
+		"m/p=2/x": "m/p=2/y m/p=3/x", "m/p=3/x": "", "a": "m/p=1/x m/p=2/x m/p=2/y m/p=3/x"} {
+		as, err := b.ListAfter(ctx, "m/", after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(drivertest.Keys(as), " "); got != want {
+			t.Errorf("ListAfter(m/, %q) = %q, want %q", after, got, want)
+		}
+	}
+	if _, err := b.ListAfter(ctx, "a//b", ""); !errors.Is(err, sink.ErrBadKey) {
+		t.Errorf("ListAfter of a bad prefix: %v, want ErrBadKey", err)
+	}
+}

@@ -86,6 +86,14 @@ type Syncer interface {
 	Sync(ctx context.Context) error
 }
 
+// AfterLister is implemented by a driver that can list from a key on
+// (S3's StartAfter; a folder skips the subfolders before it). ListAfter
+// returns what List(prefix) returns, less the keys that sort at or before
+// after, at a cost that does not grow with those keys.
+type AfterLister interface {
+	ListAfter(ctx context.Context, prefix, after string) ([]Attrs, error)
+}
+
 // DeferredDeleter is implemented by a Syncer whose deletions can wait for
 // its next Sync to be durable. DeleteDeferred removes the object at key as
 // Delete does (no reader finds it once it returns; a missing object is not

@@ -166,6 +166,28 @@ func testList(t *testing.T, b *sink.Bucket, _ driver.Bucket, _ Hooks) {
 			}
 		}
 	}
+	// ListAfter: List less the keys at or before after, whether the
+	// driver lists from a key on (driver.AfterLister) or not.
+	for _, tt := range []struct{ prefix, after string }{
+		{"", ""}, {"", "other/file"}, {"", "period=20240101T0000Z/agency=a/summary.parquet"}, {"", "zzz"},
+		{"period=", "period=20240101T0000Z"}, {"period=", "period=20240101T0000Z/manifest.json"},
+		{"period=", "period=20240101T0000Zx"}, {"period=", "a"}, {"period=", "period=20240101T0100Z"},
+		{"period=20240101T0000Z/", "period=20240101T0000Z/agency=a-b"}, {"period=20240101T0000Z/agency=", "period=20240101T0000Z/agency=a/"},
+	} {
+		var want []string
+		for _, k := range with(tt.prefix) {
+			if k > tt.after {
+				want = append(want, k)
+			}
+		}
+		as, err := b.ListAfter(ctx, tt.prefix, tt.after)
+		if err != nil {
+			t.Fatalf("ListAfter(%q, %q): %v", tt.prefix, tt.after, err)
+		}
+		if got := Keys(as); !slices.Equal(got, want) {
+			t.Errorf("ListAfter(%q, %q) = %q\nwant %q", tt.prefix, tt.after, got, want)
+		}
+	}
 	for _, prefix := range []string{"/abs", "a//b", "../", "a/../", "a b", "é"} {
 		if _, err := b.List(ctx, prefix); !errors.Is(err, sink.ErrBadKey) {
 			t.Errorf("List(%q) error = %v, want ErrBadKey", prefix, err)
