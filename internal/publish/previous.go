@@ -57,6 +57,15 @@ func (pb *Publisher) PreviousLineRates(ctx context.Context, cur *Current, dir st
 	return true, encode.ReadLineItemRates(f, n, fn)
 }
 
+// PreviousDuplicates downloads the duplicates object of cur's published
+// revision (its cross-period decisions, collect.CrossPeriod lines) into a
+// temp file in dir, checked against the manifest: nil when the revision
+// lists none. The caller closes and removes the file.
+func (pb *Publisher) PreviousDuplicates(ctx context.Context, cur *Current, dir string) (*os.File, error) {
+	f, _, err := pb.download(ctx, cur, report.DatasetDuplicates, dir)
+	return f, err
+}
+
 // download fetches the dataset's object that cur's manifest lists into a
 // temp file in dir, checked against the manifest's size and SHA-256; nil
 // when the manifest lists none.
