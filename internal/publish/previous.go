@@ -63,7 +63,15 @@ func (pb *Publisher) PreviousLineRates(ctx context.Context, cur *Current, dir st
 // lists none. The caller closes and removes the file.
 func (pb *Publisher) PreviousDuplicates(ctx context.Context, cur *Current, dir string) (*os.File, error) {
 	f, _, err := pb.download(ctx, cur, report.DatasetDuplicates, dir)
-	return f, err
+	if err != nil || f == nil {
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("read the current revision's %s: %w", report.DatasetDuplicates, err)
+	}
+	return f, nil
 }
 
 // download fetches the dataset's object that cur's manifest lists into a
