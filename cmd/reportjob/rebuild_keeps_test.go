@@ -19,17 +19,18 @@ import (
 	"github.com/reportjob/reportjob/internal/testenv"
 )
 
-// The rebuild-keeps scenario (issue 31, point 4): daily periods,
-// report.recheck_after [60d], dedupe_window 35d. ord-x and ord-y are billed
-// by 08-01; 08-20 holds an identical copy of ord-x re-stamped (dropped) and
-// a copy of ord-y with another amount (rejected). A late item lands in
-// 08-20. Before the recheck of 08-20 (60 days after its end), the claims
-// of 08-01 are gone (kept 70 days: DynamoDB's Time to Live, with the
-// server's clock moved 75 days ahead, the embedded sweep by the report
-// clock): the
-// restated 08-20 keeps ord-x dropped and ord-y rejected, read back from
+// The rebuild-keeps scenario (issue 31, point 4, with fewer periods: a
+// recheck later than the index retention): daily periods,
+// report.recheck_after [40d], dedupe_window 10d. ord-x and ord-y are
+// billed by 08-01; 08-03 holds an identical copy of ord-x re-stamped
+// (dropped) and a copy of ord-y with another amount (rejected). A late
+// item lands in 08-03. Before the recheck of 08-03 (40 days after its
+// end), the claims of 08-01 are gone (kept max(2 x 10d, 35d) = 35 days:
+// DynamoDB's Time to Live, with the server's clock moved 75 days ahead,
+// the embedded sweep by the report clock): the
+// restated 08-03 keeps ord-x dropped and ord-y rejected, read back from
 // its revision 1, and bills the late item alone.
-const rkReportYAML = "  recheck_after: [60d]\n  dedupe_window: 35d\n  max_periods_per_run: 200"
+const rkReportYAML = "  recheck_after: [40d]\n  dedupe_window: 10d\n  max_periods_per_run: 200"
 
 func TestRebuildKeepsDecisionsEmbedded(t *testing.T) {
 	h := newHarness(t, harnessOptions{period: "24h", start: "2026-08-01", extra: rkReportYAML})
@@ -57,23 +58,22 @@ func rkScenario(t *testing.T, h *harness, expire func()) {
 		stTx{id: "ord-x", agency: "acme", amount: "100.00", currency: "USD", at: "2026-08-01T10:00:00Z"},
 		stTx{id: "ord-y", agency: "acme", amount: "50.00", currency: "USD", at: "2026-08-01T11:00:00Z"})
 	r.run("2026-08-02T00:05:00Z", map[string]any{"periods_processed": float64(1), "transactions": float64(2)})
-	r.ingest("2026-08-20T12:00:00Z",
-		stTx{id: "ord-x", agency: "acme", amount: "100.00", currency: "USD", at: "2026-08-20T10:00:00Z"},
-		stTx{id: "ord-y", agency: "acme", amount: "51.00", currency: "USD", at: "2026-08-20T11:00:00Z"})
-	r.run("2026-08-21T00:05:00Z", map[string]any{"periods_processed": float64(19), "transactions": float64(0),
+	r.ingest("2026-08-03T12:00:00Z",
+		stTx{id: "ord-x", agency: "acme", amount: "100.00", currency: "USD", at: "2026-08-03T10:00:00Z"},
+		stTx{id: "ord-y", agency: "acme", amount: "51.00", currency: "USD", at: "2026-08-03T11:00:00Z"})
+	r.run("2026-08-04T00:05:00Z", map[string]any{"periods_processed": float64(2), "transactions": float64(0),
 		"duplicates_across_periods": float64(1), "rejects": float64(1)})
-	p := report.Period{Start: time.Date(2026, 8, 20, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 8, 21, 0, 0, 0, 0, time.UTC)}
+	p := report.Period{Start: time.Date(2026, 8, 3, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 8, 4, 0, 0, 0, 0, time.UTC)}
 	rev1 := rkManifest(t, h, p)
 	if !rev1.CrossPeriodDecisions || rkDuplicatesKey(rev1) == "" {
-		t.Fatalf("08-20 revision 1 records no cross-period decisions: %+v", rev1)
+		t.Fatalf("08-03 revision 1 records no cross-period decisions: %+v", rev1)
 	}
 
-	r.ingest("2026-08-25T00:00:00Z", stTx{id: "ord-late", agency: "acme", amount: "8.00", currency: "USD", at: "2026-08-20T15:00:00Z"})
-	// The periods up to 10-14: the claims of 08-01 expire 70 days
-	// (2 x dedupe_window) after the run that wrote them, 10-11T00:05 (on
-	// DynamoDB, 70 days after the wall clock), and the embedded store
-	// sweeps them as it builds the periods after that.
-	r.run("2026-10-15T00:05:00Z", map[string]any{"periods_processed": float64(55), "restated": float64(0)})
+	r.ingest("2026-08-05T00:00:00Z", stTx{id: "ord-late", agency: "acme", amount: "8.00", currency: "USD", at: "2026-08-03T15:00:00Z"})
+	// The periods up to 09-07: the claims of 08-01 expire 35 days after
+	// the run that wrote them, 09-06T00:05 (on DynamoDB, 35 days after the
+	// wall clock), and the embedded store sweeps them as it builds 09-07.
+	r.run("2026-09-08T00:05:00Z", map[string]any{"periods_processed": float64(35), "restated": float64(0)})
 	if expire != nil {
 		expire()
 	}
@@ -81,28 +81,29 @@ func rkScenario(t *testing.T, h *harness, expire func()) {
 	rkWaitClaimsGone(t, h, "ord-x", "ord-y")
 	t.Logf("the claims of 08-01 were gone after %v", time.Since(waited).Round(time.Second))
 
-	// 60 days after 08-20's end: its recheck restates it with the late item.
-	r.run("2026-10-21T00:05:00Z", map[string]any{"periods_processed": float64(6), "restated": float64(1)})
+	// 40 days after 08-03's end: its recheck restates it with the late item.
+	r.run("2026-09-13T00:05:00Z", map[string]any{"periods_processed": float64(5), "restated": float64(1)})
 	rev2 := rkManifest(t, h, p)
 	gross := ""
 	if len(rev2.Totals) == 1 {
 		gross = rev2.Totals[0].Gross
 	}
 	if rev2.Revision != 2 || rev2.Transactions != 1 || rev2.DuplicatesAcrossPeriods != 1 || rev2.Rejects != 1 || gross != "8.00" {
-		t.Errorf("08-20 restated after the claims expired: revision %d, transactions %d, duplicates across periods %d, rejects %d, gross %q; "+
+		t.Errorf("08-03 restated after the claims expired: revision %d, transactions %d, duplicates across periods %d, rejects %d, gross %q; "+
 			"want revision 2, 1 transaction (ord-late), ord-x dropped, ord-y rejected, gross 8.00", rev2.Revision, rev2.Transactions,
 			rev2.DuplicatesAcrossPeriods, rev2.Rejects, gross)
 	}
 	if k1, k2 := rkDuplicatesKey(rev1), rkDuplicatesKey(rev2); k1 != k2 {
-		t.Errorf("08-20's duplicates object: %q in revision 1, %q in revision 2 (want the same decisions, the same bytes)", k1, k2)
+		t.Errorf("08-03's duplicates object: %q in revision 1, %q in revision 2 (want the same decisions, the same bytes)", k1, k2)
 	}
-	rejects := string(h.read(h.sink(), rkKey(rev2, report.DatasetRejects)))
-	if !strings.Contains(rejects, `"transaction_id already billed in period 20260801T0000Z with different content"`) {
-		t.Errorf("08-20 revision 2 rejects:\n%s", rejects)
+	if k := rkKey(rev2, report.DatasetRejects); k == "" {
+		t.Errorf("08-03 revision 2 has no rejects file")
+	} else if rejects := string(h.read(h.sink(), k)); !strings.Contains(rejects, `"transaction_id already billed in period 20260801T0000Z with different content"`) {
+		t.Errorf("08-03 revision 2 rejects:\n%s", rejects)
 	}
 	// ord-x is billed once, by 08-01 (read from the delivered periods: the
 	// index no longer has it).
-	counts := r.cliCounts("transactions", "--id", "ord-x", "--from", "2026-08-01T00:00:00Z", "--to", "2026-08-21T00:00:00Z")
+	counts := r.cliCounts("transactions", "--id", "ord-x", "--from", "2026-08-01T00:00:00Z", "--to", "2026-08-04T00:00:00Z")
 	if counts["billed"] != float64(1) || counts["dropped"] != float64(1) {
 		t.Errorf("transactions --id ord-x: %v", counts)
 	}
