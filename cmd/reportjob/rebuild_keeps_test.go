@@ -253,3 +253,51 @@ func (f *fakeClockDynamoDB) move(t *testing.T, d time.Duration) {
 		t.Fatal(err)
 	}
 }
+
+// TestRepairLostDuplicates: a period's duplicates object is deleted from
+// the sink. verify reports the period; verify --repair, which cannot read
+// the object back, decides those copies from the index (its claims are
+// still there) and restores the same object: same key, same bytes, the
+// revision stands.
+func TestRepairLostDuplicates(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	ingest := func(now string, lines ...string) {
+		t.Helper()
+		h.mustRun(0, "ingest", "--file", h.writeFile("items.jsonl", strings.Join(lines, "\n")+"\n"), "--now", now, "--allow-late")
+	}
+	ingest("2024-03-01T00:30:00Z",
+		`{"transaction_id":"tx-1","agency_id":"acme","amount":"100.00","currency":"USD","recorded_at":"2024-03-01T00:05:00Z"}`)
+	h.mustRun(0, "run", "--now", "2024-03-01T01:02:00Z")
+	ingest("2024-03-01T01:30:00Z",
+		`{"transaction_id":"tx-1","agency_id":"acme","amount":"100.00","currency":"USD","recorded_at":"2024-03-01T01:05:00Z"}`,
+		`{"transaction_id":"tx-2","agency_id":"acme","amount":"5.00","currency":"USD","recorded_at":"2024-03-01T01:10:00Z"}`)
+	h.mustRun(0, "run", "--now", "2024-03-01T02:02:00Z")
+	before := h.objects()
+	key := ""
+	for k := range before {
+		if strings.HasPrefix(k, "duplicates/period=20240301T0100Z/") {
+			key = k
+		}
+	}
+	if key == "" {
+		t.Fatalf("no duplicates object for 01:00: %v", before)
+	}
+	if err := h.sink().Delete(context.Background(), key); err != nil {
+		t.Fatal(err)
+	}
+	verify := []string{"verify", "--from", "2024-03-01T01:00:00Z", "--to", "2024-03-01T02:00:00Z", "--now", "2024-03-01T03:00:00Z"}
+	h.mustRun(exitDiffers, verify...)
+	if sum := h.mustRun(exitDiffers, append(verify, "--repair")...); sum["status"] != "repaired" {
+		t.Errorf("verify --repair of the lost duplicates object: %v", sum)
+	}
+	h.mustRun(0, verify...)
+	after := h.objects()
+	if len(after) != len(before) {
+		t.Errorf("objects: %d before, %d after the repair", len(before), len(after))
+	}
+	for k, sha := range before {
+		if after[k] != sha {
+			t.Errorf("%s: %q before, %q after the repair", k, sha, after[k])
+		}
+	}
+}
