@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,15 +39,26 @@ func TestRebuildKeepsDecisionsEmbedded(t *testing.T) {
 }
 
 // TestRebuildKeepsDecisionsAWS runs the scenario on a DynamoDB Local of its
-// own whose clock is moved 75 days ahead (libfaketime) before the recheck,
-// so that its Time to Live really deletes the claims (they expire 35 days
-// after the runs' wall clock).
+// own. Before the recheck, the test restarts it on the same data with its
+// clock 75 days ahead (libfaketime), so that its Time to Live really
+// deletes the claims (they expire 35 days after the runs' wall clock),
+// waits until they are gone, and starts it again with the real clock (a
+// JVM under libfaketime answers about ten times slower).
 func TestRebuildKeepsDecisionsAWS(t *testing.T) {
-	ddb := startFakeClockDynamoDB(t)
-	const env = "RJTEST_FAKECLOCK_DYNAMODB_ENDPOINT"
+	ddb := newOwnDynamoDB(t)
+	const env = "RJTEST_OWN_DYNAMODB_ENDPOINT"
 	t.Setenv(env, ddb.endpoint)
 	h := newHarness(t, harnessOptions{backend: "aws", dynamodb: env, period: "24h", start: "2026-08-01", extra: rkReportYAML})
-	rkScenario(t, h, func() { ddb.move(t, 75*24*time.Hour) })
+	rkScenario(t, h, func() {
+		ddb.stop(t)
+		ddb.start(t, "+75d")
+		waited := time.Now()
+		rkWaitClaimsGone(t, h, "ord-x", "ord-y")
+		t.Logf("DynamoDB Local's Time to Live deleted the claims of 08-01 %v after its clock moved 75 days ahead",
+			time.Since(waited).Round(time.Second))
+		ddb.stop(t)
+		ddb.start(t, "")
+	})
 }
 
 // rkScenario runs the scenario on h; expire (nil on the embedded store)
@@ -162,31 +174,35 @@ func rkWaitClaimsGone(t *testing.T, h *harness, ids ...string) {
 	}
 }
 
-// fakeClockDynamoDB is a DynamoDB Local of a test's own, run with
-// libfaketime so that the test can move its clock (and its Time to Live)
-// forward.
-type fakeClockDynamoDB struct {
+// ownDynamoDB is a DynamoDB Local of a test's own, on a database file
+// (-dbPath), so that the test can stop it and start it again, with its
+// clock moved (libfaketime), on the same data and port.
+type ownDynamoDB struct {
 	endpoint string
-	offset   string // FAKETIME_TIMESTAMP_FILE: the offset, re-read once a second
+	port     int
+	dir      string // the database folder
+	java     string
+	jar      string
+	fakeLib  string // libfaketimeMT.so.1
+	cmd      *exec.Cmd
+	log      *os.File
 }
 
-// startFakeClockDynamoDB starts DynamoDB Local (from .tools, as
-// scripts/servers.sh does) under libfaketime, at offset zero, and stops it
-// (by its own pid) when the test ends. Java, faketime and DynamoDB Local
-// are required as servers are: skipped without them, failed under
-// scripts/test.sh or CI.
-func startFakeClockDynamoDB(t *testing.T) *fakeClockDynamoDB {
+// newOwnDynamoDB finds Java, libfaketime and DynamoDB Local (in .tools, as
+// scripts/servers.sh does) and starts DynamoDB Local with the real clock;
+// it is stopped (by its own pid) when the test ends. They are required as
+// servers are: skipped without them, failed under scripts/test.sh or CI.
+func newOwnDynamoDB(t *testing.T) *ownDynamoDB {
 	t.Helper()
-	java := testenv.RequireTool(t, "java", "Java (DynamoDB Local)")
+	d := &ownDynamoDB{java: testenv.RequireTool(t, "java", "Java (DynamoDB Local)")}
 	testenv.RequireTool(t, "faketime", "faketime (libfaketime, apt package faketime)")
-	lib := ""
 	for _, pat := range []string{"/usr/lib/*/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1", "/usr/local/lib/faketime/libfaketimeMT.so.1"} {
 		if m, _ := filepath.Glob(pat); len(m) > 0 {
-			lib = m[0]
+			d.fakeLib = m[0]
 			break
 		}
 	}
-	if lib == "" {
+	if d.fakeLib == "" {
 		t.Fatal("faketime is installed but libfaketimeMT.so.1 is not in /usr/lib/*/faketime, /usr/lib/faketime or /usr/local/lib/faketime")
 	}
 	root, err := filepath.Abs("../..")
@@ -201,56 +217,75 @@ func startFakeClockDynamoDB(t *testing.T) *fakeClockDynamoDB {
 		}
 		t.Skip(msg)
 	}
+	d.jar = jars[0]
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
+	d.port = ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	dir := t.TempDir()
-	f := &fakeClockDynamoDB{endpoint: fmt.Sprintf("http://127.0.0.1:%d", port), offset: filepath.Join(dir, "offset")}
-	if err := os.WriteFile(f.offset, []byte("+0\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "dynamodb.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(java, "-Xmx256m", "-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar",
-		"-port", strconv.Itoa(port), "-inMemory", "-sharedDb", "-disableTelemetry")
-	cmd.Dir = filepath.Dir(jars[0])
-	cmd.Env = append(os.Environ(), "LD_PRELOAD="+lib, "FAKETIME_TIMESTAMP_FILE="+f.offset, "FAKETIME_CACHE_DURATION=1",
-		"FAKETIME_DONT_FAKE_MONOTONIC=1")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	d.endpoint = fmt.Sprintf("http://127.0.0.1:%d", d.port)
+	d.dir = t.TempDir()
+	if d.log, err = os.Create(filepath.Join(d.dir, "dynamodb.log")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		logf.Close()
+		d.stop(t)
+		d.log.Close()
 	})
+	d.start(t, "")
+	return d
+}
+
+// start starts DynamoDB Local on d's database and port, its clock offset
+// by faketime (libfaketime's FAKETIME, "+75d"; "" for the real clock),
+// and waits until it answers.
+func (d *ownDynamoDB) start(t *testing.T, faketime string) {
+	t.Helper()
+	cmd := exec.Command(d.java, "-Xmx256m", "-Djava.library.path=./DynamoDBLocal_lib", "-jar", "DynamoDBLocal.jar",
+		"-port", strconv.Itoa(d.port), "-dbPath", d.dir, "-sharedDb", "-disableTelemetry")
+	cmd.Dir = filepath.Dir(d.jar)
+	cmd.Env = os.Environ()
+	if faketime != "" {
+		cmd.Env = append(cmd.Env, "LD_PRELOAD="+d.fakeLib, "FAKETIME="+faketime, "FAKETIME_DONT_FAKE_MONOTONIC=1")
+	}
+	cmd.Stdout, cmd.Stderr = d.log, d.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.cmd = cmd
 	// Ready when it answers (a 400 for the unsigned request will do).
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		resp, err := http.Post(f.endpoint, "application/x-amz-json-1.0", strings.NewReader("{}"))
+		resp, err := http.Post(d.endpoint, "application/x-amz-json-1.0", strings.NewReader("{}"))
 		if err == nil {
 			resp.Body.Close()
-			return f
+			return
 		}
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logf.Name())
-			t.Fatalf("DynamoDB Local under faketime did not answer in 3 minutes: %v\n%s", err, log)
+			log, _ := os.ReadFile(d.log.Name())
+			t.Fatalf("DynamoDB Local (faketime %q) did not answer in 3 minutes: %v\n%s", faketime, err, log)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
 }
 
-// move sets the server's clock d ahead of the real one.
-func (f *fakeClockDynamoDB) move(t *testing.T, d time.Duration) {
+// stop stops the running DynamoDB Local (SIGTERM, then SIGKILL after 20 s).
+func (d *ownDynamoDB) stop(t *testing.T) {
 	t.Helper()
-	if err := os.WriteFile(f.offset, []byte(fmt.Sprintf("+%ds\n", int64(d/time.Second))), 0o644); err != nil {
-		t.Fatal(err)
+	if d.cmd == nil {
+		return
+	}
+	cmd := d.cmd
+	d.cmd = nil
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
 	}
 }
 
