@@ -5,7 +5,8 @@
 #   versitygw v1.8.0 (go install, kept out of go.mod),
 #   DuckDB for Node (npm @duckdb/node-api), the independent Parquet reader,
 #   ISO 4217 list one (npm currency-codes), the independent copy of the minor units,
-#   a self-signed certificate for the HTTPS S3 pass.
+#   a self-signed certificate for the HTTPS S3 pass,
+#   faketime (apt, like java), to move a DynamoDB Local's clock.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,12 @@ mkdir -p "$TOOLS/bin"
 if ! command -v java >/dev/null 2>&1; then
   echo "tools: java missing, installing openjdk-17-jre-headless" >&2
   apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+# faketime (libfaketime) moves the clock of a DynamoDB Local of its own in
+# TestRebuildKeepsDecisionsAWS, so that its Time to Live really deletes claims.
+if ! command -v faketime >/dev/null 2>&1; then
+  echo "tools: faketime missing, installing faketime" >&2
+  apt-get update -qq && apt-get install -y -qq faketime >/dev/null
 fi
 command -v node >/dev/null || { echo "tools: node is required (for npm packages)" >&2; exit 1; }
 

@@ -63,10 +63,18 @@ type outcome struct {
 	rejects []collect.Reject
 	fp      string
 	read    int64
+	// duplicates is the duplicates file's content (DedupeOptions.Record).
+	duplicates []byte
 }
 
 // run reads and dedupes p; index nil = within the period only.
 func run(t *testing.T, s collect.Source, p report.Period, index collect.Index, write bool) outcome {
+	t.Helper()
+	return runWith(t, s, p, collect.DedupeOptions{Job: "job", Index: index, Window: week, Write: write, Now: p.End})
+}
+
+// runWith reads and dedupes p with o.
+func runWith(t *testing.T, s collect.Source, p report.Period, opts collect.DedupeOptions) outcome {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -77,7 +85,7 @@ func run(t *testing.T, s collect.Source, p report.Period, index collect.Index, w
 	defer c.Close()
 	var o outcome
 	o.fp, o.read = c.Fingerprint.String(), c.ItemsRead
-	o.stats, err = c.Dedupe(ctx, collect.DedupeOptions{Job: "job", Index: index, Window: week, Write: write, Now: p.End},
+	o.stats, err = c.Dedupe(ctx, opts,
 		func(tx *item.Transaction) error {
 			o.billed = append(o.billed, tx.ID)
 			o.sks = append(o.sks, tx.SK)
@@ -99,6 +107,11 @@ func run(t *testing.T, s collect.Source, p report.Period, index collect.Index, w
 				t.Fatal(err)
 			}
 			o.rejects = append(o.rejects, r)
+		}
+	}
+	if o.stats.DuplicatesFile != "" {
+		if o.duplicates, err = os.ReadFile(o.stats.DuplicatesFile); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if got := o.stats.Transactions + o.stats.DuplicatesWithinPeriod + o.stats.DuplicatesAcrossPeriods + o.stats.Rejects; got != o.read {

@@ -39,6 +39,17 @@ type DedupeOptions struct {
 	// (--now, a host clock ahead) never sweeps claims that still count
 	// for the periods being built.
 	Now time.Time
+	// Previous is what the period's current revision decided, for a
+	// rebuild (nil: the period was never delivered, or its revision does
+	// not record its decisions). Every decision it gives is kept, whatever
+	// the index holds now: billed (whatever period claimed the id since),
+	// dropped as a copy of the period that billed it, rejected. The index
+	// decides only about the transactions it gives no decision for.
+	Previous Previous
+	// Record writes the period's cross-period decisions (the copies it
+	// drops or rejects because another period billed them) into the
+	// duplicates file (Stats.DuplicatesFile).
+	Record bool
 }
 
 // Stats are what Dedupe decided.
@@ -55,6 +66,12 @@ type Stats struct {
 	// RejectsFile is the joined rejects file (JSON Lines) in the scratch
 	// folder, "" when there are none.
 	RejectsFile string
+	// DuplicatesFile is the duplicates file (JSON Lines of CrossPeriod) in
+	// the scratch folder, with DuplicatesLines lines: "" when the period
+	// dropped or rejected no copy because of another period, or without
+	// DedupeOptions.Record.
+	DuplicatesFile  string
+	DuplicatesLines int64
 }
 
 // Reasons of the rejects Dedupe adds.
@@ -81,6 +98,10 @@ func (c *Collected) Dedupe(ctx context.Context, o DedupeOptions, emit func(tx *i
 		return st, fmt.Errorf("sort by transaction id: %w", err)
 	}
 	d := &deduper{c: c, o: o, st: &st, emit: emit, conflicts: conflicts}
+	if o.Record {
+		d.crossPeriod = newCrossPeriodLog(c.cfg.Dir)
+		defer d.crossPeriod.finish()
+	}
 	if o.Index != nil && o.Write {
 		if err := d.startClaims(ctx); err != nil {
 			return st, err
@@ -89,6 +110,11 @@ func (c *Collected) Dedupe(ctx context.Context, o DedupeOptions, emit func(tx *i
 	}
 	if err := d.run(ctx, it); err != nil {
 		return st, err
+	}
+	if f, ok := o.Previous.(interface{ Finish() error }); ok {
+		if err := f.Finish(); err != nil {
+			return st, fmt.Errorf("read the current revision's duplicates: %w", err)
+		}
 	}
 	if d.cw != nil {
 		for _, l := range c.rejects {
@@ -116,6 +142,9 @@ func (c *Collected) Dedupe(ctx context.Context, o DedupeOptions, emit func(tx *i
 	if n > 0 {
 		st.RejectsFile = c.rejectsPath()
 	}
+	if st.DuplicatesFile, st.DuplicatesLines, err = d.crossPeriod.finish(); err != nil {
+		return st, err
+	}
 	return st, nil
 }
 
@@ -127,6 +156,8 @@ type deduper struct {
 	st        *Stats
 	emit      func(*item.Transaction) error
 	conflicts *rejectLog
+	// crossPeriod is the duplicates file (nil without DedupeOptions.Record).
+	crossPeriod *crossPeriodLog
 
 	// Claims of the period being written.
 	cw       ClaimWriter
@@ -213,6 +244,21 @@ func (d *deduper) decide(b *batch) error {
 		}
 		d.st.DuplicatesWithinPeriod += int64(e.dups)
 		cand := &e.cand
+		var kept Decision
+		if d.o.Previous != nil {
+			var err error
+			if kept, err = d.o.Previous.Decision(cand.tx.ID, cand.fp); err != nil {
+				return fmt.Errorf("read the current revision's decisions: %w", err)
+			}
+		}
+		if kept.Kind == SightingDropped || kept.Kind == SightingRejected {
+			// Decided by the revision being rebuilt: kept, whether or
+			// not the index still holds the claim it was decided by.
+			if err := d.notBilled(cand, kept.Kind, kept.BilledBy); err != nil {
+				return err
+			}
+			continue
+		}
 		if d.o.Index == nil {
 			if err := d.bill(cand, false); err != nil {
 				return err
@@ -220,36 +266,53 @@ func (d *deduper) decide(b *batch) error {
 			continue
 		}
 		cl, ok := b.claims[cand.tx.ID]
+		var err error
 		switch {
 		case !ok:
-			if err := d.bill(cand, true); err != nil {
-				return err
-			}
+			err = d.bill(cand, true)
 		case cl.Period.Equal(p.Start):
 			// Our own claim (a rerun, a restatement): rewritten only
 			// when the content changed.
-			if err := d.bill(cand, cl.FP != cand.fp); err != nil {
-				return err
-			}
+			err = d.bill(cand, cl.FP != cand.fp)
 		case !cl.Counts(p, d.o.Window):
 			// Billed by a period outside the window: billed here too.
 			// The claim moves here only from an earlier period, so
 			// that it names the latest billing and a rebuild of an
 			// earlier period never takes it back.
-			if err := d.bill(cand, cl.Period.Before(p.Start)); err != nil {
-				return err
-			}
+			err = d.bill(cand, cl.Period.Before(p.Start))
+		case kept.Kind == DecisionBilled:
+			// The revision being rebuilt billed it: it stays billed
+			// (another period billed it too once this period's claim
+			// was gone), and the claim stays that period's.
+			err = d.bill(cand, false)
 		case cl.FP == cand.fp:
-			d.st.DuplicatesAcrossPeriods++
-			d.sight(cand.tx.ID, SightingDropped)
+			err = d.notBilled(cand, SightingDropped, cl.Period)
 		default:
-			name := cl.Period.UTC().Format("20060102T1504Z")
-			r := newReject(cand.tx.Item(), item.AttrTransactionID, cand.tx.ID, fmt.Sprintf(reasonBilledOther, name))
-			if err := d.conflicts.add(r); err != nil {
-				return err
-			}
-			d.sight(cand.tx.ID, SightingRejected)
+			err = d.notBilled(cand, SightingRejected, cl.Period)
 		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notBilled drops cand (SightingDropped: an identical copy of what the
+// period starting at billedBy billed) or rejects it (SightingRejected:
+// different content), and records the decision.
+func (d *deduper) notBilled(cand *candidate, decision string, billedBy time.Time) error {
+	if decision == SightingDropped {
+		d.st.DuplicatesAcrossPeriods++
+	} else {
+		name := billedBy.UTC().Format(periodNameLayout)
+		r := newReject(cand.tx.Item(), item.AttrTransactionID, cand.tx.ID, fmt.Sprintf(reasonBilledOther, name))
+		if err := d.conflicts.add(r); err != nil {
+			return err
+		}
+	}
+	d.sight(cand.tx.ID, decision)
+	if d.crossPeriod != nil {
+		return d.crossPeriod.add(cand, decision, billedBy)
 	}
 	return nil
 }

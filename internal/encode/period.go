@@ -12,7 +12,8 @@ type Formats struct{ CSV, Parquet bool }
 
 // Writer encodes one period's files and hands each finished one to out
 // (which uploads it): the summary first, then the adjustments of a
-// restatement, then the line items agency by agency, then the rejects.
+// restatement, then the line items agency by agency, then the rejects and
+// the duplicates.
 // Every agency with rows gets its files in its own folder in the Formats
 // asked. On error, or when Close is called early, what is not handed out
 // is removed; files handed out belong to out. A Writer is not safe for
@@ -249,6 +250,15 @@ func (w *Writer) Rejects(path string, n int64) error {
 		return w.err
 	}
 	return w.emit(hashFile(path, report.DatasetPrefix(report.DatasetRejects, w.p), "rejects", "jsonl", TypeJSONL, n))
+}
+
+// Duplicates makes the duplicates file at path (n lines of
+// collect.CrossPeriod, written by collect) the duplicates dataset's object.
+func (w *Writer) Duplicates(path string, n int64) error {
+	if w.err != nil {
+		return w.err
+	}
+	return w.emit(hashFile(path, report.DatasetPrefix(report.DatasetDuplicates, w.p), "duplicates", "jsonl", TypeJSONL, n))
 }
 
 // Close removes the temp files of what was not finished. It is safe to

@@ -243,8 +243,15 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	if r.lease != nil {
 		fence = r.lease.Check
 	}
+	previous, release, err := r.decisions(ctx, pb, cur, m, dir, prices)
+	if err != nil {
+		return res, err
+	}
+	defer release()
+	record := report.RecordDecisions(cur.Manifest, cur.Manifest != nil && sameItems(cur.Manifest, col))
 	st, err := col.Dedupe(ctx, collect.DedupeOptions{
 		Job: j.Name, Index: index, Window: j.DedupeWindow, Write: !r.opts.DryRun, Fence: fence, Now: r.opts.Now, Wall: j.now(),
+		Previous: previous, Record: record,
 	}, agg.Add)
 	if err != nil {
 		return res, err
@@ -322,7 +329,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		Partitions: col.Partitions, ItemsRead: col.ItemsRead, ItemsFingerprint: fp,
 		ItemsFingerprintVersion: col.FingerprintVersion,
 		Transactions:            st.Transactions, DuplicatesWithinPeriod: st.DuplicatesWithinPeriod,
-		DuplicatesAcrossPeriods: st.DuplicatesAcrossPeriods, Rejects: st.Rejects,
+		DuplicatesAcrossPeriods: st.DuplicatesAcrossPeriods, Rejects: st.Rejects, CrossPeriodDecisions: record,
 		Totals: totals, Rates: &rates, ParquetLayout: layout, Files: files,
 	}
 	res.Manifest = man
@@ -395,7 +402,12 @@ func (r *runner) encode(w *encode.Writer, agg *aggregate.Aggregator, rows []repo
 		}
 	}
 	if st.RejectsFile != "" {
-		return w.Rejects(st.RejectsFile, st.Rejects)
+		if err := w.Rejects(st.RejectsFile, st.Rejects); err != nil {
+			return err
+		}
+	}
+	if st.DuplicatesFile != "" {
+		return w.Duplicates(st.DuplicatesFile, st.DuplicatesLines)
 	}
 	return nil
 }

@@ -149,6 +149,20 @@ func (p *Pricer) Of(tx *item.Transaction) (int32, error) {
 	return p.table.Of(tx), nil
 }
 
+// Billed returns a function that reports whether the published revision
+// billed a transaction id (by its line items), nil when the Pricer has no
+// billed rates. It shares Of's merge: ids are asked in ascending order,
+// Of's and its own together (Of may ask again for the id asked last).
+func (p *Pricer) Billed() func(id string) (bool, error) {
+	if p.billed == nil {
+		return nil
+	}
+	return func(id string) (bool, error) {
+		_, ok, err := p.billed.lookup(id)
+		return ok, err
+	}
+}
+
 // Table is the table the Pricer prices the transactions it has no billed
 // rate for with: the one the new revision's manifest records.
 func (p *Pricer) Table() Table { return p.table }

@@ -57,6 +57,23 @@ func (pb *Publisher) PreviousLineRates(ctx context.Context, cur *Current, dir st
 	return true, encode.ReadLineItemRates(f, n, fn)
 }
 
+// PreviousDuplicates downloads the duplicates object of cur's published
+// revision (its cross-period decisions, collect.CrossPeriod lines) into a
+// temp file in dir, checked against the manifest: nil when the revision
+// lists none. The caller closes and removes the file.
+func (pb *Publisher) PreviousDuplicates(ctx context.Context, cur *Current, dir string) (*os.File, error) {
+	f, _, err := pb.download(ctx, cur, report.DatasetDuplicates, dir)
+	if err != nil || f == nil {
+		return nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("read the current revision's %s: %w", report.DatasetDuplicates, err)
+	}
+	return f, nil
+}
+
 // download fetches the dataset's object that cur's manifest lists into a
 // temp file in dir, checked against the manifest's size and SHA-256; nil
 // when the manifest lists none.

@@ -21,6 +21,11 @@ const (
 	DatasetAdjustments = "adjustments"
 	// DatasetRejects holds rejects/period=P/rejects-H.jsonl.
 	DatasetRejects = "rejects"
+	// DatasetDuplicates holds duplicates/period=P/duplicates-H.jsonl: the
+	// copies the period dropped or rejected because another period billed
+	// the transaction (collect.CrossPeriod lines), when there are any, in a
+	// revision that records them (Manifest.CrossPeriodDecisions).
+	DatasetDuplicates = "duplicates"
 	// DirAgencies holds agencies/agency=A/period=P/: what is handed to agency A.
 	DirAgencies = "agencies"
 	// DirManifests holds manifests/period=P/manifest.json, the commit record.
@@ -29,7 +34,7 @@ const (
 
 // Datasets lists the dataset folders, in the order a period's objects are
 // listed and cleaned.
-var Datasets = []string{DatasetSummary, DatasetTransactions, DatasetAdjustments, DatasetRejects}
+var Datasets = []string{DatasetSummary, DatasetTransactions, DatasetAdjustments, DatasetRejects, DatasetDuplicates}
 
 // HashLen is how many hex digits of an object's SHA-256 its name carries.
 const HashLen = 16
@@ -101,4 +106,23 @@ func PeriodPrefixes(p Period) []string {
 		out = append(out, DatasetPrefix(d, p))
 	}
 	return append(out, ManifestPrefix(p))
+}
+
+// RecordDecisions reports whether a build of a period records its
+// cross-period decisions (the duplicates object, and
+// Manifest.CrossPeriodDecisions), cur being its current manifest (nil if
+// none) and sameItems whether the build read the items cur recorded. This
+// is the one place that decides it:
+//
+//   - a period never delivered, or whose current revision records them,
+//     records them;
+//   - a revision delivered before they were recorded is rebuilt without
+//     them while its items are unchanged (a backfill, a repair: it must
+//     reproduce the delivered objects, or the period would be republished
+//     with no item changed), and gets them with its next restatement.
+//
+// A rebuild keeps the decisions of a revision that records them; of one
+// that does not, the dedupe index is the only record.
+func RecordDecisions(cur *Manifest, sameItems bool) bool {
+	return cur == nil || cur.CrossPeriodDecisions || !sameItems
 }

@@ -69,6 +69,12 @@ type Manifest struct {
 	DuplicatesAcrossPeriods int64 `json:"duplicates_across_periods"`
 	// Rejects are the lines of the rejects file.
 	Rejects int64 `json:"rejects"`
+	// CrossPeriodDecisions is true when this revision records its
+	// decisions about the copies of transactions other periods billed
+	// (dropped, rejected) in its duplicates object, listed in Files when
+	// there are any: a rebuild keeps them (see RecordDecisions). False,
+	// absent, in revisions delivered before they were recorded.
+	CrossPeriodDecisions bool `json:"cross_period_decisions,omitempty"`
 	// Totals per currency over every agency.
 	Totals []CurrencyTotal `json:"totals"`
 	// Rates is the commission rate table this revision priced its
