@@ -52,3 +52,60 @@ func TestStatementNotFound(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupsWithoutLineItems: periods published with report.line_items
+// false have no lines to list. `transactions --agency` names them (table
+// and summary) instead of leaving their lines out without a word, and
+// `transactions --id` of an id such a period billed says so (status ok)
+// rather than not_found (issue 31).
+func TestLookupsWithoutLineItems(t *testing.T) {
+	D := lkDates(lkBase())
+	h := newHarness(t, harnessOptions{start: D("2024-03-01")})
+	h.mustRun(0, "init")
+	tx := func(id, agency, at string) string {
+		return fmt.Sprintf(`{"transaction_id":%q,"agency_id":%q,"amount":"10.00","currency":"USD","recorded_at":%q}`, id, agency, D(at))
+	}
+	src := h.writeFile("tx.jsonl", strings.Join([]string{
+		tx("ord-1", "acme", "2024-03-01T00:10:00Z"),
+		tx("ord-2", "acme", "2024-03-01T01:10:00Z"),
+		tx("ord-3", "beta", "2024-03-01T01:20:00Z"),
+	}, "\n")+"\n")
+	h.mustRun(0, "ingest", "--file", src, "--allow-late", "--now", D("2024-03-01T03:00:00Z"))
+	h.mustRun(0, "run", "--now", D("2024-03-01T01:05:00Z"))
+	h.env = append(h.env, "REPORTJOB_REPORT_LINE_ITEMS=false")
+	h.mustRun(0, "run", "--now", D("2024-03-01T02:05:00Z"))
+	p1 := D("20240301T0100Z")
+
+	out := h.mustRunOut("transactions", "--agency", "acme")
+	sum := lastJSON(t, out)
+	if sum["lines"] != float64(1) || fmt.Sprint(sum["periods_without_line_items"]) != "["+p1+"]" ||
+		!strings.Contains(out, "period "+p1+` revision 1 billed 1 transaction(s) of agency "acme" but delivered no line items`) ||
+		!strings.Contains(fmt.Sprint(sum["note"]), "1 period(s) read billed the agency without line items") {
+		t.Fatalf("transactions --agency acme:\n%s", out)
+	}
+	if rows, sum := h.lkPage(0, "--agency", "beta"); len(rows) != 0 || fmt.Sprint(sum["periods_without_line_items"]) != "["+p1+"]" {
+		t.Fatalf("transactions --agency beta --json: %v %v", rows, sum)
+	}
+	// An agency of neither period: nothing to name.
+	if _, sum := h.lkPage(0, "--agency", "gamma"); sum["periods_without_line_items"] != nil {
+		t.Fatalf("transactions --agency gamma: %v", sum)
+	}
+
+	out = h.mustRunOut("transactions", "--id", "ord-2")
+	sum = lastJSON(t, out)
+	if sum["status"] != "ok" || sum["billed"] != float64(0) || fmt.Sprint(sum["periods_without_line_items"]) != "["+p1+"]" ||
+		!strings.Contains(out, "no lines:     period "+p1+" revision 1 billed the id (dedupe index) but delivered no line items") ||
+		strings.Contains(out, "not found") {
+		t.Fatalf("transactions --id ord-2:\n%s", out)
+	}
+	out = h.mustRunOut("transactions", "--id", "ord-1")
+	if sum := lastJSON(t, out); sum["status"] != "ok" || sum["billed"] != float64(1) || sum["periods_without_line_items"] != nil {
+		t.Fatalf("transactions --id ord-1:\n%s", out)
+	}
+	// A range search names the periods it could not search.
+	out = h.mustRunOut("transactions", "--id", "ord-9", "--from", D("2024-03-01"), "--to", D("2024-03-01T02:00:00Z"))
+	if sum := lastJSON(t, out); sum["status"] != "not_found" || fmt.Sprint(sum["periods_without_line_items"]) != "["+p1+"]" ||
+		!strings.Contains(fmt.Sprint(sum["note"]), "1 period(s) delivered no line items and could not be searched") {
+		t.Fatalf("transactions --id ord-9 over a range:\n%s", out)
+	}
+}
