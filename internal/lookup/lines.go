@@ -232,10 +232,17 @@ func (r *Reader) agencyLines(ctx context.Context, m *report.Manifest, agency str
 
 // lineItemsDelivered reports whether m's revision delivered its line
 // items: a revision that billed transactions with report.line_items on
-// lists a transactions Parquet with rows, one with it off lists none.
+// lists a transactions Parquet with rows, or agency transactions files
+// (a manifest in parts has them: only they make it that big); one with it
+// off lists neither.
 func lineItemsDelivered(m *report.Manifest) bool {
-	tf, ok := datasetFile(m, report.DatasetTransactions)
-	return m.Transactions == 0 || ok && tf.Rows > 0
+	if tf, ok := datasetFile(m, report.DatasetTransactions); m.Transactions == 0 || ok && tf.Rows > 0 || len(m.Parts) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(m.Files, func(f report.FileInfo) bool {
+		_, ok := encode.IsLineItemsKey(f.Key)
+		return ok && strings.HasPrefix(f.Key, report.DirAgencies+"/")
+	})
 }
 
 // agencyBilled returns how many transactions of agency the summary of m
