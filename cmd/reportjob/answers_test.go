@@ -109,3 +109,27 @@ func TestLookupsWithoutLineItems(t *testing.T) {
 		t.Fatalf("transactions --id ord-9 over a range:\n%s", out)
 	}
 }
+
+// TestVerifyNotDelivered: verify over a range that goes past the
+// checkpoint counts the periods not delivered yet apart from those it
+// checked and found whole (issue 31: 24 periods, 3 delivered, said
+// "ok":24).
+func TestVerifyNotDelivered(t *testing.T) {
+	h := newHarness(t, harnessOptions{start: "2026-03-01"})
+	h.mustRun(0, "init")
+	var lines []string
+	for i := range 3 {
+		lines = append(lines, fmt.Sprintf(`{"transaction_id":"v-%d","agency_id":"acme","amount":"10.00","currency":"USD","recorded_at":%q}`,
+			i, time.Date(2026, 3, 1, i, 10, 0, 0, time.UTC).Format(time.RFC3339)))
+	}
+	h.mustRun(0, "ingest", "--file", h.writeFile("tx.jsonl", strings.Join(lines, "\n")+"\n"), "--allow-late", "--now", "2026-03-01T03:05:00Z")
+	h.mustRun(0, "run", "--now", "2026-03-01T03:05:00Z")
+	out, errs, code := h.run("verify", "--from", "2026-03-01", "--to", "2026-03-02", "--now", "2026-03-01T03:05:00Z")
+	sum := lastJSON(t, out)
+	if code != 0 || sum["status"] != "ok" || sum["periods"] != float64(24) || sum["ok"] != float64(3) || sum["not_delivered"] != float64(21) || sum["differ"] != float64(0) {
+		t.Fatalf("verify of a day with 3 hours delivered: exit %d %v\n%s\n%s", code, sum, out, errs)
+	}
+	if n := strings.Count(out, "  not delivered yet"); n != 21 {
+		t.Errorf("verify printed %d not delivered lines, want 21\n%s", n, out)
+	}
+}
