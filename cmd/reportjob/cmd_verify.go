@@ -38,7 +38,7 @@ type verifySummary struct {
 	// check yet), Differ the others.
 	Periods      int `json:"periods"`
 	OK           int `json:"ok"`
-	NotDelivered int `json:"not_delivered"`
+	NotDelivered int `json:"not_delivered,omitempty"`
 	Differ       int `json:"differ"`
 	Repaired     int `json:"repaired"`
 	// NotRepairable counts the periods --repair left as they were because
