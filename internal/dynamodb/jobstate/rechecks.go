@@ -213,11 +213,48 @@ func monthUpdates(table, job string, u checkpoint.Update) []types.TransactWriteI
 // error as it is.
 func (s *State) transact(ctx context.Context, items []types.TransactWriteItem) error {
 	_, err := s.api.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	var unknown interface{ ErrorCode() string }
+	if errors.As(err, &unknown) && unknown.ErrorCode() == "UnknownOperationException" {
+		return s.oneByOne(ctx, items)
+	}
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) && len(tce.CancellationReasons) > 0 && aws.ToString(tce.CancellationReasons[0].Code) == "ConditionalCheckFailed" {
 		return &types.ConditionalCheckFailedException{Message: tce.Message, Item: tce.CancellationReasons[0].Item}
 	}
 	return err
+}
+
+// oneByOne writes items one after the other, the job item's (fenced by
+// the lease) first: for a server without transactions (dynalite, a test
+// stand-in; DynamoDB has them). Not atomic: a process that dies between
+// the writes leaves the job item written without its month item's.
+func (s *State) oneByOne(ctx context.Context, items []types.TransactWriteItem) error {
+	for _, it := range items {
+		var err error
+		switch {
+		case it.ConditionCheck != nil:
+			c := it.ConditionCheck
+			// A write of nothing, under the same condition.
+			_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: c.TableName, Key: c.Key,
+				UpdateExpression: aws.String("SET #owner = #owner"), ConditionExpression: c.ConditionExpression,
+				ExpressionAttributeNames: c.ExpressionAttributeNames, ExpressionAttributeValues: c.ExpressionAttributeValues,
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+		case it.Update != nil:
+			u := it.Update
+			_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: u.TableName, Key: u.Key,
+				UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
+				ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
+		case it.Put != nil:
+			_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{TableName: it.Put.TableName, Item: it.Put.Item})
+		case it.Delete != nil:
+			_, err = s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: it.Delete.TableName, Key: it.Delete.Key})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // migrate moves the rechecks of a job item written before month items
