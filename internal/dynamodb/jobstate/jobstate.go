@@ -25,15 +25,14 @@
 //	                 absent in items written before grids were recorded
 //
 // Owed rechecks are items of their own, one per month of period starts
-// (rechecks.go), so that the job item's size does not grow
-// with them:
+// (rechecks.go), so that the job item's size does not grow with them:
 //
 //	job           S  "<job>#rechecks#<YYYY-MM>"
 //	p<start ms>   M  one per period owed a recheck: M{end: N, read: N
 //	                 (absent when zero)}
 //
 // A month item holds at most one entry per period of its month (2,976 at
-// 15 minutes: about 120 KB of the 400 KB item limit), whatever the
+// 15 minutes: about 125 KB of the 400 KB item limit), whatever the
 // backlog. A write that sets or drops a recheck is one TransactWriteItems
 // (at most 3 actions): the job item's update (checkpoint, restated,
 // grid, ADD to recheck_months), conditional on the lease as every state

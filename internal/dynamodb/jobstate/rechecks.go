@@ -20,7 +20,7 @@ import (
 // Owed rechecks live in month items of their own (see the package doc), so
 // that the job item's size does not depend on how many are owed: a month
 // item holds at most one entry per period of its month (2,976 15-minute
-// periods, about 120 KB), and the job item lists the months that have one.
+// periods, about 125 KB), and the job item lists the months that have one.
 const (
 	// attrRecheckMonths (SS, on the job item) names the month items.
 	attrRecheckMonths = "recheck_months"
