@@ -203,6 +203,37 @@ func (c *counting) UpdateItem(ctx context.Context, in *awsddb.UpdateItemInput, o
 	return out, err
 }
 
+func (c *counting) TransactWriteItems(ctx context.Context, in *awsddb.TransactWriteItemsInput, o ...func(*awsddb.Options)) (*awsddb.TransactWriteItemsOutput, error) {
+	q := *in
+	q.ReturnConsumedCapacity = total
+	out, err := c.api.TransactWriteItems(ctx, &q, o...)
+	if err == nil {
+		tables := map[string]int64{}
+		for _, it := range in.TransactItems {
+			switch {
+			case it.Update != nil:
+				tables[aws.ToString(it.Update.TableName)]++
+			case it.Put != nil:
+				tables[aws.ToString(it.Put.TableName)]++
+			case it.Delete != nil:
+				tables[aws.ToString(it.Delete.TableName)]++
+			case it.ConditionCheck != nil:
+				tables[aws.ToString(it.ConditionCheck.TableName)]++
+			}
+		}
+		for table, n := range tables {
+			var cc []types.ConsumedCapacity
+			for _, x := range out.ConsumedCapacity {
+				if aws.ToString(x.TableName) == table {
+					cc = append(cc, x)
+				}
+			}
+			c.add("TransactWriteItems", table, n, 0, cc...)
+		}
+	}
+	return out, err
+}
+
 func (c *counting) DeleteItem(ctx context.Context, in *awsddb.DeleteItemInput, o ...func(*awsddb.Options)) (*awsddb.DeleteItemOutput, error) {
 	q := *in
 	q.ReturnConsumedCapacity = total

@@ -45,12 +45,28 @@ var errDiffers = errors.New("verify found differences")
 // published have rejects (published all the same: nothing is lost).
 var errRejects = errors.New("the periods published have rejects")
 
-// usageError is a bad command line.
-type usageError struct{ msg string }
+// usageError is a bad command line, or (notFound) a flag's value that
+// names nothing: a month or agency with no statement. Both exit 2; the
+// second has the summary status not_found.
+type usageError struct {
+	msg      string
+	notFound bool
+	err      error // the cause, for errors.Is (nil for a plain usage error)
+}
 
 func (e *usageError) Error() string { return e.msg }
+func (e *usageError) Unwrap() error { return e.err }
 
-func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// notFoundf is the usage answer "the flag's value names nothing": exit 2,
+// status not_found. The error it wraps (%w) stays visible to errors.Is.
+func notFoundf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	return &usageError{msg: err.Error(), notFound: true, err: errors.Unwrap(err)}
+}
 
 func exitCode(err error) int {
 	var ue *usageError
@@ -210,8 +226,12 @@ func printFailure(w io.Writer, command, job, runID string, err error) {
 }
 
 // failureStatus is the summary status of a command that failed with err:
-// bad_usage (exit 2), lease_held (3), differs (4) or failed (1).
+// not_found or bad_usage (exit 2), lease_held (3), differs (4) or failed (1).
 func failureStatus(err error) string {
+	var ue *usageError
+	if errors.As(err, &ue) && ue.notFound {
+		return "not_found"
+	}
 	status := map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held", exitDiffers: "differs", exitRejects: "rejects"}[exitCode(err)]
 	if status == "" {
 		status = "failed"
@@ -285,7 +305,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		}
 		fmt.Fprintf(out, "reportjob: %s\n", msg)
 		fs.Usage()
-		return &usageError{msg}
+		return &usageError{msg: msg}
 	case fs.NArg() > 0 && fs.Name() != "reportjob":
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}

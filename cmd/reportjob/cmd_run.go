@@ -134,6 +134,13 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 	default:
 		sum.Status = "failed"
 	}
+	if lost := (*job.LostError)(nil); errors.As(err, &lost) && lost.Holder.Token != lost.Ours.Token {
+		// Fenced out: the run that took the lease over.
+		sum.LeaseHolder = lost.Holder.Owner
+		if !lost.Holder.Expires.IsZero() {
+			sum.LeaseExpires = lost.Holder.Expires.UTC().Format(time.RFC3339)
+		}
+	}
 	if err != nil {
 		sum.Error = err.Error()
 	}

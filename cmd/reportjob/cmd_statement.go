@@ -19,7 +19,7 @@ import (
 type statementSummary struct {
 	Command           string   `json:"command"`
 	Job               string   `json:"job"`
-	Status            string   `json:"status"` // ok | not_found | failed | lease_held | bad_usage
+	Status            string   `json:"status"` // ok | not_found (exit 2) | failed | lease_held | bad_usage
 	Month             string   `json:"month,omitempty"`
 	StatementStatus   string   `json:"statement_status,omitempty"` // draft | final
 	StatementRevision int      `json:"statement_revision,omitempty"`
@@ -60,19 +60,9 @@ func cmdStatement(ctx context.Context, c *cli, args []string) error {
 	}
 	sum := statementSummary{Command: "statement", Job: c.cfg.JobName, Month: *month}
 	err := c.statement(ctx, &sum, *month, *agency, *asJSON, *closeM, now.t)
-	switch {
-	case errors.Is(err, monthclose.ErrNoStatement):
-		sum.Status = "not_found"
-	case err != nil:
-		sum.Status = map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held"}[exitCode(err)]
-		if sum.Status == "" {
-			sum.Status = "failed"
-		}
-	default:
-		sum.Status = "ok"
-	}
+	sum.Status = "ok"
 	if err != nil {
-		sum.Error = err.Error()
+		sum.Status, sum.Error = failureStatus(err), err.Error()
 	}
 	c.printJSON(sum)
 	return err
@@ -117,12 +107,15 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 			return err
 		}
 		if len(ms) == 0 {
-			return fmt.Errorf("%w in %s yet: a run publishes the statements of the months it delivers", monthclose.ErrNoStatement, c.cfg.Sink.URL)
+			return notFoundf("statement: %w in %s yet: a run publishes the statements of the months it delivers", monthclose.ErrNoStatement, c.cfg.Sink.URL)
 		}
 		month = ms[len(ms)-1]
 		sum.Month = month
 	}
 	s, err := rd.Read(ctx, month)
+	if errors.Is(err, monthclose.ErrNoStatement) {
+		return notFoundf("statement --month %s: %w (months with one: %s)", month, err, c.statementMonths(ctx, rd))
+	}
 	if err != nil {
 		return err
 	}
@@ -176,7 +169,7 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 	sum.Agencies = len(agencies)
 	if agency != "" {
 		if len(agencies) == 0 {
-			return fmt.Errorf("%w for agency %q in %s", monthclose.ErrNoStatement, agency, month)
+			return notFoundf("statement --agency %q: %w for agency %q in %s (%d agencies have one)", agency, monthclose.ErrNoStatement, agency, month, statementAgencies(s))
 		}
 		for _, k := range monthclose.AgencyFiles(m, agency) {
 			sum.Files = append(sum.Files, c.cfg.Sink.URL+"/"+k)
@@ -186,6 +179,30 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 		}
 	}
 	return nil
+}
+
+// statementMonths says which months have a statement, for the answer to a
+// --month that has none: "none yet", one month, or "FIRST to LAST (N)".
+func (c *cli) statementMonths(ctx context.Context, rd *monthclose.Closer) string {
+	ms, err := rd.Months(ctx)
+	switch {
+	case err != nil:
+		return "unknown: " + err.Error()
+	case len(ms) == 0:
+		return "none yet"
+	case len(ms) == 1:
+		return ms[0]
+	}
+	return fmt.Sprintf("%s to %s, %d", ms[0], ms[len(ms)-1], len(ms))
+}
+
+// statementAgencies counts the agencies of a month's statement.
+func statementAgencies(s *monthclose.Statement) int {
+	seen := map[string]bool{}
+	for _, r := range s.Rows {
+		seen[r.AgencyID] = true
+	}
+	return len(seen)
 }
 
 // clip shortens s to n characters for a table cell.

@@ -31,6 +31,9 @@ type lookupSummary struct {
 	Dropped    *int     `json:"dropped,omitempty"`
 	InIndex    *bool    `json:"in_index,omitempty"`
 	Restated   []string `json:"restated,omitempty"`
+	// NoLineItems are the periods read whose lines could not be listed:
+	// they billed the agency (or the id) but delivered no line items.
+	NoLineItems []string `json:"periods_without_line_items,omitempty"`
 	// NextCursor continues the listing; "" when it is done.
 	NextCursor  *string `json:"next_cursor,omitempty"`
 	PeriodsRead int     `json:"periods_read"`
@@ -141,6 +144,10 @@ func cmdTransactions(ctx context.Context, c *cli, args []string) error {
 		if len(pg.Rows) == 0 {
 			fmt.Fprintf(c.stdout, "no lines of agency %q in the periods read\n", *agency)
 		}
+		for _, nl := range pg.WithoutLineItems {
+			fmt.Fprintf(c.stdout, "period %s revision %d billed %d transaction(s) of agency %q but delivered no line items (report.line_items was false): its lines cannot be listed; its summary has the totals\n",
+				nl.Period.Name(), nl.Revision, nl.Transactions, *agency)
+		}
 		for _, p := range pg.Restated {
 			fmt.Fprintf(c.stdout, "period %s was restated since the cursor was made: this page goes on with its new revision\n", p.Name())
 		}
@@ -152,6 +159,12 @@ func cmdTransactions(ctx context.Context, c *cli, args []string) error {
 	sum.Rows, sum.NextCursor, sum.PeriodsRead = &n, &pg.Next, pg.Periods
 	for _, p := range pg.Restated {
 		sum.Restated = append(sum.Restated, p.Name())
+	}
+	for _, nl := range pg.WithoutLineItems {
+		sum.NoLineItems = append(sum.NoLineItems, nl.Period.Name())
+	}
+	if len(sum.NoLineItems) > 0 {
+		sum.Note = fmt.Sprintf("%d period(s) read billed the agency without line items (report.line_items was false): their lines cannot be listed, their summaries have the totals", len(sum.NoLineItems))
 	}
 	sum.Gets, sum.Lists = r.Requests()
 	sum.Status = "ok"

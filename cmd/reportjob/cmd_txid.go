@@ -18,6 +18,15 @@ type billedFact struct {
 	AgencyObject string `json:"agency_object,omitempty"`
 }
 
+// noLinesFact is a period that may bill the id (the index's billing period,
+// or one of the range) and delivered no line items.
+type noLinesFact struct {
+	Kind     string `json:"kind"` // "no_line_items"
+	Period   string `json:"period"`
+	Revision int    `json:"revision"`
+	Note     string `json:"note"`
+}
+
 type droppedFact struct {
 	Kind   string `json:"kind"` // "dropped"
 	Period string `json:"period"`
@@ -92,6 +101,20 @@ func (c *cli) transactionByID(ctx context.Context, id string, lf *lookupFlags) e
 		}
 		fmt.Fprintf(w, "  line in:    %s\n", l.Key)
 	}
+	billedNoLines := false
+	for _, nl := range h.NoLineItems {
+		note := "delivered no line items (report.line_items was false): its lines cannot be searched for the id"
+		if h.Claim != nil && nl.Period.Start.Equal(h.Claim.Period) {
+			billedNoLines = true
+			note = "billed the id (dedupe index) but delivered no line items (report.line_items was false): the line and its amount cannot be shown; the period's summary has the agency totals"
+		}
+		sum.NoLineItems = append(sum.NoLineItems, nl.Period.Name())
+		if *lf.asJSON {
+			c.printLine(noLinesFact{Kind: "no_line_items", Period: nl.Period.Name(), Revision: nl.Revision, Note: note})
+			continue
+		}
+		fmt.Fprintf(w, "no lines:     period %s revision %d %s\n", nl.Period.Name(), nl.Revision, note)
+	}
 	for _, sg := range h.Sightings {
 		if sg.Kind != collect.SightingDropped {
 			continue
@@ -129,8 +152,11 @@ func (c *cli) transactionByID(ctx context.Context, id string, lf *lookupFlags) e
 	default:
 		sum.Note = "not in the dedupe index: search a range of periods with --from T --to T"
 	}
+	if len(h.NoLineItems) > 0 && !billedNoLines {
+		sum.Note += fmt.Sprintf("; %d period(s) delivered no line items and could not be searched", len(h.NoLineItems))
+	}
 	if !*lf.asJSON {
-		if nb == 0 && nr == 0 && nd == 0 {
+		if nb == 0 && nr == 0 && nd == 0 && !billedNoLines {
 			fmt.Fprintf(w, "not found in the periods read\n")
 		}
 		fmt.Fprintf(w, "note:         %s\n", sum.Note)
@@ -138,7 +164,7 @@ func (c *cli) transactionByID(ctx context.Context, id string, lf *lookupFlags) e
 	sum.Billed, sum.RejectRows, sum.Dropped, sum.PeriodsRead = &nb, &nr, &nd, h.Searched
 	sum.Gets, sum.Lists = r.Requests()
 	sum.Status = "ok"
-	if nb == 0 && nr == 0 && nd == 0 {
+	if nb == 0 && nr == 0 && nd == 0 && !billedNoLines {
 		sum.Status = "not_found"
 	}
 	sum.DurationMS = time.Since(started).Milliseconds()

@@ -27,16 +27,20 @@ type verifyPeriod struct {
 }
 
 type verifySummary struct {
-	Command  string `json:"command"`
-	Job      string `json:"job"`
-	RunID    string `json:"run_id"`
-	Status   string `json:"status"` // ok | differs | repaired | failed | lease_held | bad_usage
-	From     string `json:"from"`
-	To       string `json:"to"`
-	Periods  int    `json:"periods"`
-	OK       int    `json:"ok"`
-	Differ   int    `json:"differ"`
-	Repaired int    `json:"repaired"`
+	Command string `json:"command"`
+	Job     string `json:"job"`
+	RunID   string `json:"run_id"`
+	Status  string `json:"status"` // ok | differs | repaired | failed | lease_held | bad_usage
+	From    string `json:"from"`
+	To      string `json:"to"`
+	// Periods counts the periods of the range: OK those checked and
+	// found whole, NotDelivered those after the checkpoint (nothing to
+	// check yet), Differ the others.
+	Periods      int `json:"periods"`
+	OK           int `json:"ok"`
+	NotDelivered int `json:"not_delivered,omitempty"`
+	Differ       int `json:"differ"`
+	Repaired     int `json:"repaired"`
 	// NotRepairable counts the periods --repair left as they were because
 	// repairing them would lose part of the billing record, and the final
 	// months whose lost objects no rebuild gives byte for byte.
@@ -95,6 +99,10 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	for _, pc := range checks {
 		sum.Periods++
 		fmt.Fprintln(c.stdout, verifyLine(pc))
+		if pc.Status == job.VerifyNotDelivered {
+			sum.NotDelivered++
+			continue
+		}
 		if !pc.Differs {
 			sum.OK++
 			if pc.Repaired != "" {

@@ -18,7 +18,7 @@ import (
 var (
 	s3Writes = fp.Ops("PutObject", "DeleteObject")
 	s3Puts   = fp.Ops("PutObject")
-	ddbWrite = fp.Ops("UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem")
+	ddbWrite = fp.Ops("UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems")
 	ddbBatch = fp.Ops("BatchWriteItem", "BatchGetItem")
 )
 
@@ -36,12 +36,17 @@ func isMonthManifest(r *fp.Request) bool {
 
 // The state writes, told apart by their update expressions
 // (internal/dynamodb/jobstate/checkpoint.go, internal/dynamodb/dedupeindex).
-func isCommit(r *fp.Request) bool  { return r.Op == "UpdateItem" && r.Has("#cp = :to") }
+// A commit or update that sets or drops a recheck is a TransactWriteItems
+// (the job item's update and the month item's).
+func isStateWrite(r *fp.Request) bool {
+	return r.Op == "UpdateItem" || r.Op == "TransactWriteItems"
+}
+func isCommit(r *fp.Request) bool  { return isStateWrite(r) && r.Has("#cp = :to") }
 func isAcquire(r *fp.Request) bool { return r.Op == "UpdateItem" && r.Has("if_not_exists(#tok") }
 func isRenew(r *fp.Request) bool   { return r.Op == "UpdateItem" && r.Has("SET #exp = :newexp") }
 func isRelease(r *fp.Request) bool { return r.Op == "UpdateItem" && r.Has("REMOVE #exp") }
 func isRestatementUpdate(r *fp.Request) bool {
-	return r.Op == "UpdateItem" && r.Has("#rs = :rs") && !r.Has("#cp = :to")
+	return isStateWrite(r) && r.Has("#rs = :rs") && !r.Has("#cp = :to")
 }
 func isIndexHead(r *fp.Request) bool { return r.Op == "PutItem" && r.Has(`"gen"`) }
 
@@ -232,7 +237,9 @@ func faultTrials(s *faultSuite, n int) []*faultTrial {
 			ddb:  rule(fp.Always(fp.Fault{Kind: fp.Unprocessed}, fp.Ops("BatchWriteItem"))),
 			fail: []string{"dedupe index", "gave up after " + faultBatchDeadline, "items unprocessed"}},
 		&faultTrial{name: "ddb-lookup-unprocessed-always-p1", fault: "DynamoDB UnprocessedKeys forever (lookup)", phase: 1,
-			ddb:  rule(fp.Always(fp.Fault{Kind: fp.Unprocessed}, fp.Ops("BatchGetItem"))),
+			// The index's look-ups (claims), not the job state's read of
+			// its rechecks' month items.
+			ddb:  rule(fp.Always(fp.Fault{Kind: fp.Unprocessed}, func(r *fp.Request) bool { return r.Op == "BatchGetItem" && r.Has("#claim#") })),
 			fail: []string{"recheck 20240301T0200Z", "gave up after " + faultBatchDeadline, "keys unprocessed"}, moved: true},
 		&faultTrial{name: "ddb-query-timeout-always-p0", fault: "DynamoDB every later Query page past the request deadline", phase: 0,
 			ddb: rule(fp.Always(shortStall, isLaterPage)), env: shortTimeoutEnv,

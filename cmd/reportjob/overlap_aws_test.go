@@ -269,7 +269,8 @@ func overlapZombieAWS(t *testing.T, bin string, ep zombieEpisode) {
 		t.Errorf("the holder did not stop at %s on a %s:\n%s", ep.stopPoint, ep.stopWhat, procTail(zo.stderr, 20))
 	}
 	zsum := lastJSON(t, zo.stdout)
-	if zo.code != exitFailed || !strings.Contains(fmt.Sprint(zsum["error"]), "lease") {
+	// Issue 31: it says that it lost its lease, and to whom.
+	if zo.code != exitFailed || !strings.Contains(fmt.Sprint(zsum["error"]), "lost its lease to ") || zsum["lease_holder"] == nil {
 		t.Errorf("the resumed holder: exit %d, %v; want 1 and a lost lease", zo.code, zsum)
 	}
 	// Every request the holder sent after SIGCONT: a write applied, or an

@@ -449,12 +449,13 @@ func (r *runner) stopped() bool {
 }
 
 // explain replaces a bare "context canceled" with the reason the run was
-// cancelled (the lease was lost).
+// cancelled (the lease was lost), and says that a run that lost its lease
+// lost it, to whom (LostError), whatever its last write said.
 func (r *runner) explain(ctx context.Context, err error) error {
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) && errors.Is(err, context.Canceled) {
-		return fmt.Errorf("%w (%w)", cause, err)
+		err = fmt.Errorf("%w (%w)", cause, err)
 	}
-	return err
+	return r.lostLease(ctx, err)
 }
 
 // leaseNow returns the lease to fence state writes with.

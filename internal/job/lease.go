@@ -57,6 +57,57 @@ func (d deadline) passed(now time.Time) bool {
 // lease passed.
 var ErrFenced = fmt.Errorf("lease may have expired: this run writes nothing more: %w", checkpoint.ErrLeaseLost)
 
+// LostError is the error of a run that stopped because it lost its lease
+// (a renewal refused, or its local deadline passed while it was stalled:
+// a paused process, a suspended VM), whatever the write it was doing said
+// ("context deadline exceeded", "write refused"). Holder is the job's
+// lease as the store has it now: another run's, when one took it over.
+// It wraps checkpoint.ErrLeaseLost and the error the run stopped with.
+type LostError struct {
+	// Ours is the run's own lease, Holder the store's lease after it.
+	Ours, Holder checkpoint.Lease
+	// ReadErr is why the store's lease could not be read (Holder is zero).
+	ReadErr error
+	Err     error
+}
+
+func (e *LostError) Error() string {
+	var who string
+	switch {
+	case e.ReadErr != nil:
+		who = fmt.Sprintf("its lease (token %d; the lease's holder could not be read: %v)", e.Ours.Token, e.ReadErr)
+	case e.Holder.Token == e.Ours.Token:
+		who = fmt.Sprintf("its lease (token %d expired while the run was stalled; no other run has taken it)", e.Ours.Token)
+	case e.Holder.Expires.IsZero():
+		who = fmt.Sprintf("its lease to %s (token %d, released since)", e.Holder.Owner, e.Holder.Token)
+	default:
+		who = fmt.Sprintf("its lease to %s (token %d, until %s)", e.Holder.Owner, e.Holder.Token, e.Holder.Expires.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("this run (%s) lost %s and wrote nothing more: %v", e.Ours.Owner, who, e.Err)
+}
+
+func (e *LostError) Unwrap() []error { return []error{checkpoint.ErrLeaseLost, e.Err} }
+
+// lostLease returns err as a *LostError when the run's lease is lost or in
+// question (err says so, or the lease's local deadline has passed), naming
+// the lease's holder read from the store; else err as it is.
+func (r *runner) lostLease(ctx context.Context, err error) error {
+	var lost *LostError
+	if err == nil || r.lease == nil || errors.As(err, &lost) ||
+		!errors.Is(err, checkpoint.ErrLeaseLost) && r.lease.Check() == nil {
+		return err
+	}
+	e := &LostError{Ours: r.lease.Lease(), Err: err}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if st, rerr := r.j.State.Load(rctx, r.j.Name); rerr != nil {
+		e.ReadErr = rerr
+	} else {
+		e.Holder = st.Lease
+	}
+	return e
+}
+
 // Check implements publish.Fence: nil while the lease is certainly held.
 func (h *holder) Check() error {
 	h.mu.Lock()

@@ -44,6 +44,11 @@ type History struct {
 	// dropped (an identical copy of what another period billed) or
 	// rejected, oldest period first; nil when the index keeps none.
 	Sightings []collect.Sighting
+	// NoLineItems are the periods read that could bill the id but
+	// delivered no line items (report.line_items was false): the claim's
+	// period, or in a range search every such period of the range. Their
+	// lines, and so the id's amount, cannot be shown.
+	NoLineItems []NoLineItems
 	// Searched counts the periods whose files were read.
 	Searched int
 }
@@ -106,6 +111,9 @@ func (r *Reader) ByID(ctx context.Context, idx Claims, job, id string, from, to 
 			return true, nil
 		}
 		h.Searched++
+		if !lineItemsDelivered(m) && (ranged || m.PeriodStart.Equal(billing)) {
+			h.NoLineItems = append(h.NoLineItems, NoLineItems{Period: m.Period(), Revision: m.Revision, Transactions: m.Transactions})
+		}
 		if tf, ok := datasetFile(m, report.DatasetTransactions); ok && tf.Rows > 0 && (ranged || m.PeriodStart.Equal(billing)) {
 			b, err := r.readAll(ctx, tf.Key)
 			if err != nil {

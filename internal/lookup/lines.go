@@ -50,6 +50,22 @@ type Page[T any] struct {
 	Restated []report.Period
 	// Periods counts the manifests read.
 	Periods int
+	// WithoutLineItems are the periods read that billed the agency but
+	// delivered no line items (report.line_items was false when they were
+	// published): their lines cannot be listed, newest first.
+	WithoutLineItems []NoLineItems
+}
+
+// NoLineItems is a period whose revision billed an agency's transactions
+// without delivering line items: its summary has the agency's totals, no
+// file has the lines.
+type NoLineItems struct {
+	Period   report.Period
+	Revision int
+	// Transactions are the billed transactions (purchases and refunds):
+	// the agency's in the period's summary (Transactions), the period's
+	// (ByID).
+	Transactions int64
 }
 
 func (q Query) limit() int {
@@ -77,6 +93,13 @@ func (r *Reader) Transactions(ctx context.Context, q Query) (Page[Line], error) 
 			return true, nil
 		}
 		pg.Periods++
+		if !lineItemsDelivered(m) {
+			n, err := r.agencyBilled(ctx, m, q.Agency)
+			if n > 0 {
+				pg.WithoutLineItems = append(pg.WithoutLineItems, NoLineItems{Period: m.Period(), Revision: m.Revision, Transactions: n})
+			}
+			return err == nil, err
+		}
 		lines, err := r.agencyLines(ctx, m, q.Agency)
 		if err != nil {
 			return false, err
@@ -205,6 +228,45 @@ func (r *Reader) agencyLines(ctx context.Context, m *report.Manifest, agency str
 		return nil, fmt.Errorf("%s: %w", tf.Key, err)
 	}
 	return toLines(m, tf.Key, lis), nil
+}
+
+// lineItemsDelivered reports whether m's revision delivered its line
+// items: a revision that billed transactions with report.line_items on
+// lists a transactions Parquet with rows, or agency transactions files
+// (a manifest in parts has them: only they make it that big); one with it
+// off lists neither.
+func lineItemsDelivered(m *report.Manifest) bool {
+	if tf, ok := datasetFile(m, report.DatasetTransactions); m.Transactions == 0 || ok && tf.Rows > 0 || len(m.Parts) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(m.Files, func(f report.FileInfo) bool {
+		_, ok := encode.IsLineItemsKey(f.Key)
+		return ok && strings.HasPrefix(f.Key, report.DirAgencies+"/")
+	})
+}
+
+// agencyBilled returns how many transactions of agency the summary of m
+// bills (0 when the period has no summary file).
+func (r *Reader) agencyBilled(ctx context.Context, m *report.Manifest, agency string) (int64, error) {
+	sf, ok := datasetFile(m, report.DatasetSummary)
+	if !ok {
+		return 0, nil
+	}
+	b, err := r.readAll(ctx, sf.Key)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := encode.ReadSummaryParquet(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", sf.Key, err)
+	}
+	var n int64
+	for _, s := range rows {
+		if s.AgencyID == agency {
+			n += s.PurchaseCount + s.RefundCount
+		}
+	}
+	return n, nil
 }
 
 func toLines(m *report.Manifest, key string, lis []report.LineItem) []Line {

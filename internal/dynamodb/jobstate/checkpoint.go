@@ -47,7 +47,12 @@ func (s *State) load(ctx context.Context, job string) (checkpoint.State, error) 
 	if err != nil {
 		return checkpoint.State{}, err
 	}
-	return s.parseState(item)
+	st, err := s.parseState(item)
+	if err != nil {
+		return st, err
+	}
+	st.Rechecks, err = s.loadRechecks(ctx, job, item, st.Rechecks)
+	return st, err
 }
 
 // getState returns the job's item as stored (nil when there is none).
@@ -66,8 +71,7 @@ func (s *State) getState(ctx context.Context, job string) (map[string]types.Attr
 // Acquire implements checkpoint.Store with one conditional UpdateItem: the
 // lease is granted when the job has no item, no holder, an expired lease
 // (lease_expires <= now), or owner already holds it; lease_token grows by
-// one, and the rechecks map is created if missing (an item of the first
-// version has none), so that Commit and Update can set its entries.
+// one.
 // Otherwise it returns a *checkpoint.HeldError read from the item as it
 // was (ReturnValuesOnConditionCheckFailure ALL_OLD). A retry whose first
 // attempt succeeded finds owner holding the lease and takes it again: the
@@ -85,17 +89,15 @@ func (s *State) Acquire(ctx context.Context, job, owner string, now time.Time, t
 			TableName: aws.String(s.table),
 			Key:       attr.JobKey(job),
 			UpdateExpression: aws.String("SET #owner = :me, #exp = :exp, " +
-				"#tok = if_not_exists(#tok, :zero) + :one, #rc = if_not_exists(#rc, :norc)"),
+				"#tok = if_not_exists(#tok, :zero) + :one"),
 			ConditionExpression: aws.String("attribute_not_exists(#job) OR attribute_not_exists(#owner) OR attribute_not_exists(#exp) " +
 				"OR #exp <= :now OR #owner = :me"),
 			ExpressionAttributeNames: map[string]string{
 				"#job": attr.Job, "#owner": attrLeaseOwner, "#exp": attrLeaseExpires, "#tok": attrLeaseToken,
-				"#rc": attrRechecks,
 			},
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":me": attr.S(owner), ":exp": attr.Millis(expires), ":now": attr.Millis(now),
 				":zero": attr.N(0), ":one": attr.N(1),
-				":norc": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}},
 			},
 			ReturnValues:                        types.ReturnValueAllNew,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -119,17 +121,21 @@ func (s *State) Acquire(ctx context.Context, job, owner string, now time.Time, t
 
 // conditionFailed tells whether err is a failed condition and, if so,
 // returns the state the condition saw (from the exception's ALL_OLD item,
-// or read again when the server did not return it). When failed is false,
+// or read again when the server did not return it): the job item's, whose
+// Rechecks are only those of the old layout (not migrated yet). When failed is false,
 // err is returned as is.
 func (s *State) conditionFailed(ctx context.Context, job string, err error) (st checkpoint.State, failed bool, _ error) {
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
 		return st, false, err
 	}
-	if ccf.Item != nil {
-		st, err = s.parseState(ccf.Item)
-	} else {
-		st, err = s.load(ctx, job)
+	item, err := ccf.Item, error(nil)
+	if item == nil {
+		item, err = s.getState(ctx, job)
+	}
+	if err == nil {
+		// The job item alone: its Rechecks are those of the old layout.
+		st, err = s.parseState(item)
 	}
 	if err != nil {
 		return st, false, fmt.Errorf("condition failed, then: %w", err)
@@ -290,20 +296,30 @@ func (s *State) Update(ctx context.Context, job string, l checkpoint.Lease, now 
 // move is a checkpoint move from `from` to `to`.
 type move struct{ from, to time.Time }
 
-// writeState writes mv (when not nil) and u in one UpdateItem, conditional
-// on l being the current lease unexpired at now and, with mv, on the
-// checkpoint being mv.from:
+// writeState writes mv (when not nil) and u, conditional on l being the
+// current lease unexpired at now, with mv on the checkpoint being
+// mv.from, and on the job item holding no rechecks of the old layout
+// (migrated first, then written: see the package doc). The job item's
+// part is
 //
-//	SET #cp = :to, #rc.#rk = :rc, #rs = :rs, #grid = :grid REMOVE #rc.#dk
+//	SET #cp = :to, #rs = :rs, #grid = :grid ADD #months :m
+//
+// one UpdateItem when u sets or drops no recheck, else the first action of
+// a TransactWriteItems whose others set or remove the entry in its month
+// item.
 //
 // The restated list is computed from the item as read just before (read,
 // prepend, trim), set whole, and conditional on the stored list being the
 // one read: when another write changed it in between, writeState reads it
 // again (at most stateTries times).
 func (s *State) writeState(ctx context.Context, job string, l checkpoint.Lease, now time.Time, mv *move, u checkpoint.Update) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for try := 1; ; try++ {
 		cond, names, vals := leaseCond(l, &now)
-		var set, remove []string
+		cond += " AND (attribute_not_exists(#rc) OR size(#rc) = :zero)"
+		names["#rc"], vals[":zero"] = attrRechecks, attr.N(0)
+		var set, add []string
 		if mv != nil {
 			names["#cp"] = attrCheckpoint
 			vals[":to"] = attr.Millis(mv.to)
@@ -316,19 +332,16 @@ func (s *State) writeState(ctx context.Context, job string, l checkpoint.Lease, 
 			}
 		}
 		if r := u.SetRecheck; r != nil {
-			names["#rc"], names["#rk"] = attrRechecks, msKey(r.Start)
-			vals[":rc"] = recheckAV(*r)
-			set = append(set, "#rc.#rk = :rc")
+			names["#months"] = attrRecheckMonths
+			vals[":m"] = &types.AttributeValueMemberSS{Value: []string{recheckMonth(r.Start)}}
+			add = append(add, "#months :m")
 		}
 		if u.Grid != nil {
 			names["#grid"] = attrGrid
 			vals[":grid"] = gridAV(u.Grid)
 			set = append(set, "#grid = :grid")
 		}
-		if !u.DropRecheck.IsZero() {
-			names["#rc"], names["#dk"] = attrRechecks, msKey(u.DropRecheck)
-			remove = append(remove, "#rc.#dk")
-		}
+		months := monthUpdates(s.table, job, u)
 		var read *checkpoint.State
 		if u.Restated != nil {
 			item, err := s.getState(ctx, job)
@@ -352,7 +365,7 @@ func (s *State) writeState(ctx context.Context, job string, l checkpoint.Lease, 
 				}
 			}
 		}
-		if len(set) == 0 && len(remove) == 0 {
+		if len(set) == 0 && len(add) == 0 && len(months) == 0 {
 			// Nothing to write (a zero Update, or a restatement already
 			// recorded): only the lease is checked.
 			if read == nil {
@@ -368,23 +381,45 @@ func (s *State) writeState(ctx context.Context, job string, l checkpoint.Lease, 
 		if len(set) > 0 {
 			expr = append(expr, "SET "+strings.Join(set, ", "))
 		}
-		if len(remove) > 0 {
-			expr = append(expr, "REMOVE "+strings.Join(remove, ", "))
+		if len(add) > 0 {
+			expr = append(expr, "ADD "+strings.Join(add, ", "))
 		}
-		_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                           aws.String(s.table),
-			Key:                                 attr.JobKey(job),
-			UpdateExpression:                    aws.String(strings.Join(expr, " ")),
-			ConditionExpression:                 aws.String(cond),
-			ExpressionAttributeNames:            names,
-			ExpressionAttributeValues:           vals,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
+		var err error
+		switch {
+		case len(months) == 0:
+			_, err = s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName:                           aws.String(s.table),
+				Key:                                 attr.JobKey(job),
+				UpdateExpression:                    aws.String(strings.Join(expr, " ")),
+				ConditionExpression:                 aws.String(cond),
+				ExpressionAttributeNames:            names,
+				ExpressionAttributeValues:           vals,
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			})
+		case len(expr) == 0:
+			err = s.transact(ctx, append([]types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{
+				TableName: aws.String(s.table), Key: attr.JobKey(job), ConditionExpression: aws.String(cond),
+				ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}}}, months...))
+		default:
+			err = s.transact(ctx, append([]types.TransactWriteItem{{Update: &types.Update{
+				TableName: aws.String(s.table), Key: attr.JobKey(job), UpdateExpression: aws.String(strings.Join(expr, " ")),
+				ConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}}}, months...))
+		}
 		if err == nil {
+			if d := u.DropRecheck; !d.IsZero() && (u.SetRecheck == nil || recheckMonth(u.SetRecheck.Start) != recheckMonth(d)) {
+				s.dropEmptyMonth(ctx, job, l, now, recheckMonth(d))
+			}
 			return nil
 		}
 		old, failed, err := s.conditionFailed(ctx, job, err)
 		if !failed {
+			if isConflict(err) && try < stateTries {
+				continue
+			}
 			return err
 		}
 		switch {
@@ -397,12 +432,33 @@ func (s *State) writeState(ctx context.Context, job string, l checkpoint.Lease, 
 		case mv != nil && !sameMS(old.Checkpoint, mv.from):
 			return fmt.Errorf("from %s to %s: stored checkpoint is %s: %w",
 				attr.FormatTime(mv.from), attr.FormatTime(mv.to), attr.FormatTime(old.Checkpoint), checkpoint.ErrConflict)
+		case len(old.Rechecks) > 0 && try < stateTries:
+			// An item of the old layout: move its rechecks out, then write.
+			if err := s.migrate(ctx, job, l, now, old.Rechecks); err != nil {
+				return err
+			}
+			continue
 		case try == stateTries:
 			return fmt.Errorf("the restated list changed under each of %d tries", stateTries)
 		}
 		// Only the restated list can have failed the condition: it changed
 		// since it was read. Read it again.
 	}
+}
+
+// isConflict reports whether err is a transaction cancelled by another
+// one in flight on the same items (retried).
+func isConflict(err error) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return false
+	}
+	for _, r := range tce.CancellationReasons {
+		if aws.ToString(r.Code) == "TransactionConflict" {
+			return true
+		}
+	}
+	return false
 }
 
 // prependRestated returns list with r in front, keeping MaxRestated, and

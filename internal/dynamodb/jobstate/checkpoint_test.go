@@ -84,6 +84,38 @@ func (a *lossyAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	return out, err
 }
 
+// TransactWriteItems loses its response as UpdateItem does: repeat
+// performs it again (a retry with a new token), failedRetry answers as a
+// retry whose job item condition failed (the transaction's first action),
+// with the item as it is.
+func (a *lossyAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	a.mu.Lock()
+	lose := a.lose != 0
+	if a.lose > 0 {
+		a.lose--
+	}
+	a.mu.Unlock()
+	out, err := a.API.TransactWriteItems(ctx, in, opts...)
+	if !lose {
+		return out, err
+	}
+	switch a.mode {
+	case repeat:
+		out, err = a.API.TransactWriteItems(ctx, in, opts...)
+	case failedRetry:
+		got, gerr := a.API.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(a.table), Key: attr.JobKey(cpJob), ConsistentRead: aws.Bool(true)})
+		if gerr != nil {
+			return nil, gerr
+		}
+		out, err = nil, &types.TransactionCanceledException{Message: aws.String("Transaction cancelled (fake)"),
+			CancellationReasons: []types.CancellationReason{{Code: aws.String("ConditionalCheckFailed"), Item: got.Item}}}
+	}
+	a.mu.Lock()
+	a.second = append(a.second, err)
+	a.mu.Unlock()
+	return out, err
+}
+
 func newLossyState(t *testing.T, mode lossMode) (*State, *lossyAPI) {
 	t.Helper()
 	api := &lossyAPI{API: testClient(t), mode: mode}

@@ -3,6 +3,7 @@ package jobstate
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,8 +49,8 @@ func TestStateFormat(t *testing.T) {
 		"lease_owner":   "S:host-a",
 		"lease_token":   "N:1",
 		"lease_expires": "N:" + strconv.FormatInt(now.Add(time.Minute).UnixMilli(), 10),
-		// 1709287200000 = 10:00, 1709290800000 = 11:00, 1709294400000 = 12:00
-		"rechecks": "M{1709287200000=M{end=N:1709290800000,read=N:1709294400000}}",
+		// The owed recheck is in the month's own item (below).
+		"recheck_months": "SS:2024-03",
 		"restated": "L[M{at=N:1709294400000,end=N:1709290800000,items_after=N:11,items_before=N:10," +
 			"reason=S:recheck,revision=N:2,start=N:1709287200000}]",
 	}
@@ -64,6 +65,22 @@ func TestStateFormat(t *testing.T) {
 		if got[k] != w {
 			t.Errorf("state item %s = %q, want %q", k, got[k], w)
 		}
+	}
+
+	// 1709287200000 = 10:00, 1709290800000 = 11:00, 1709294400000 = 12:00
+	out, err = testClient(t).GetItem(t.Context(), &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"job": &types.AttributeValueMemberS{Value: "job-1#rechecks#2024-03"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = map[string]string{}
+	for k, v := range out.Item {
+		got[k] = renderAV(v)
+	}
+	if want := map[string]string{"job": "S:job-1#rechecks#2024-03", "p1709287200000": "M{end=N:1709290800000,read=N:1709294400000}"}; !maps.Equal(got, want) {
+		t.Errorf("month item = %v, want %v", got, want)
 	}
 
 	if err := s.Release(t.Context(), "job-1", l); err != nil {
@@ -96,6 +113,8 @@ func renderAV(v types.AttributeValue) string {
 			parts[i] = k + "=" + renderAV(v.Value[k])
 		}
 		return "M{" + strings.Join(parts, ",") + "}"
+	case *types.AttributeValueMemberSS:
+		return "SS:" + strings.Join(slices.Sorted(slices.Values(v.Value)), ",")
 	case *types.AttributeValueMemberL:
 		parts := make([]string, len(v.Value))
 		for i, e := range v.Value {

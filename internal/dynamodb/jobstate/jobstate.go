@@ -8,10 +8,12 @@
 //	lease_owner   S  holder of the lease, or its last holder once released
 //	lease_token   N  fencing token, +1 on every Acquire; kept on Release
 //	lease_expires N  lease expiry (absent when released)
-//	rechecks      M  periods owed a recheck: key = period start in decimal
-//	                 Unix milliseconds ("1709251200000"), value =
-//	                 M{end: N, read: N (absent when zero)}; created empty by
-//	                 Acquire when missing (items of the first version)
+//	recheck_months SS the months (UTC, "2024-03") whose month items hold
+//	                 owed rechecks (absent when none)
+//	rechecks      M  only in items written before month items: periods owed
+//	                 a recheck, key = period start in decimal Unix
+//	                 milliseconds, value = M{end: N, read: N}; moved into
+//	                 month items (and removed) by the next fenced write
 //	restated      L  latest restatements, newest first, at most
 //	                 checkpoint.MaxRestated: M{start: N, end: N,
 //	                 revision: N, reason: S, at: N (absent when zero),
@@ -22,9 +24,28 @@
 //	                 checkpoint move that delivers a period of a new grid;
 //	                 absent in items written before grids were recorded
 //
-// A map keyed by period start lets Commit and Update set or remove one
-// entry (SET rechecks.#k = :v, REMOVE rechecks.#k) without reading the
-// others; the short restated list is set whole.
+// Owed rechecks are items of their own, one per month of period starts
+// (rechecks.go), so that the job item's size does not grow with them:
+//
+//	job           S  "<job>#rechecks#<YYYY-MM>"
+//	p<start ms>   M  one per period owed a recheck: M{end: N, read: N
+//	                 (absent when zero)}
+//
+// A month item holds at most one entry per period of its month (2,976 at
+// 15 minutes: about 125 KB of the 400 KB item limit), whatever the
+// backlog. A write that sets or drops a recheck is one TransactWriteItems
+// (at most 3 actions): the job item's update (checkpoint, restated,
+// grid, ADD to recheck_months), conditional on the lease as every state
+// write, and SET (REMOVE) of the entry in its month item; a month item
+// left empty is deleted and taken off the list afterwards. A write that
+// touches no recheck stays one UpdateItem. Load reads the job item, then
+// its month items (BatchGetItem, strongly consistent). Every write is
+// also conditional on the job item holding no rechecks map of the old
+// layout: when it holds one, the write first moves it into month items
+// (migrate: transactions of at most 100 actions, each fenced by the
+// lease and idempotent), then writes.
+//
+// The short restated list is set whole.
 //
 // The checkpoint is a number, not RFC 3339 text, because Commit compares it
 // for equality inside a condition expression: a number has one canonical
@@ -38,6 +59,7 @@ package jobstate
 
 import (
 	"context"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
@@ -52,6 +74,12 @@ var _ checkpoint.Store = (*State)(nil)
 type API interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	// PutItem and DeleteItem stand in for TransactWriteItems on a server
+	// without transactions (dynalite).
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
 // State is the job state in one state table. It is safe for concurrent
@@ -59,6 +87,10 @@ type API interface {
 type State struct {
 	api   API
 	table string
+	// mu serialises this process's writes, so that a month item found
+	// empty is not refilled before it is deleted (other processes are
+	// fenced by the lease).
+	mu sync.Mutex
 }
 
 // New returns the job state in table over api. It does not touch the

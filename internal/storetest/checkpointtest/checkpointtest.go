@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t *testing.T) checkpoint.Store) {
 		{"CommitRetryAfterSuccess", testCommitRetryAfterSuccess},
 		{"UpdateLeaseFencing", testUpdateLeaseFencing},
 		{"RechecksOrderAndReplace", testRechecksOrderAndReplace},
+		{"ManyRechecks", testManyRechecks},
 		{"RestatedNewestFirst", testRestatedNewestFirst},
 		{"UpdateRejectsBadInput", testUpdateRejectsBadInput},
 		{"GridWrittenWithCheckpoint", testGridWrittenWithCheckpoint},

@@ -3,6 +3,7 @@ package checkpointtest
 import (
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -47,6 +48,8 @@ func diffState(got, want checkpoint.State) string {
 		return fmt.Sprintf("lease %+v, want %+v", got.Lease, want.Lease)
 	case got.Rechecks == nil:
 		return "Rechecks is nil"
+	case len(got.Rechecks) != len(want.Rechecks) && len(want.Rechecks) > 50:
+		return fmt.Sprintf("%d rechecks, want %d", len(got.Rechecks), len(want.Rechecks))
 	case len(got.Rechecks) != len(want.Rechecks):
 		return fmt.Sprintf("rechecks %+v, want %+v", got.Rechecks, want.Rechecks)
 	case len(got.Restated) != len(want.Restated):
@@ -308,4 +311,65 @@ func testUpdateRejectsBadInput(t *testing.T, cs checkpoint.Store) {
 		}
 		wantState(t, cs, job, "after Commit with a "+tc.name, want)
 	}
+}
+
+// manyRechecks is how many rechecks testManyRechecks owes: 600 by
+// default (the suite runs on every store several times, and each is one
+// write), 20,000 with RJTEST_LONG=1: twice the steady state's bound
+// (config's 10,000 periods of recheck span), as a backlog of rechecks that
+// keep failing makes it.
+func manyRechecks() int {
+	if os.Getenv("RJTEST_LONG") == "1" {
+		return 20000
+	}
+	return 600
+}
+
+// testManyRechecks: a job owes many rechecks of 15-minute periods from
+// the last day of a month on, set one by one as runs do; Load returns
+// every one in order; dropping every recheck of the first month, and one
+// of another, leaves exactly the others; the checkpoint and lease are
+// unaffected.
+func testManyRechecks(t *testing.T, cs checkpoint.Store) {
+	n := manyRechecks()
+	l := acquire(t, cs, job, "run-a", t0)
+	now := at(time.Second)
+	first := time.Date(2024, 3, 31, 0, 0, 0, 0, time.UTC)
+	q := func(i int) checkpoint.Recheck {
+		s := first.Add(time.Duration(i) * 15 * time.Minute)
+		return checkpoint.Recheck{Start: s, End: s.Add(15 * time.Minute), Read: s.Add(16*time.Minute + 123*time.Millisecond)}
+	}
+	if err := cs.Commit(ctx(t), job, l, now, time.Time{}, q(n).Start, none); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	for i := range n {
+		r := q(i)
+		update(t, cs, l, now, checkpoint.Update{SetRecheck: &r})
+	}
+	want := make([]checkpoint.Recheck, n)
+	for i := range want {
+		want[i] = q(i)
+	}
+	wantState(t, cs, job, fmt.Sprintf("%d rechecks owed", n),
+		checkpoint.State{Checkpoint: q(n).Start, Lease: l, Rechecks: want})
+
+	// Drop every recheck of March, and one of the rest.
+	april := time.Date(2024, 4, 1, 0, 0, 0, 0, time.UTC)
+	var kept []checkpoint.Recheck
+	for _, r := range want {
+		if !r.Start.Before(april) {
+			kept = append(kept, r)
+			continue
+		}
+		update(t, cs, l, now, checkpoint.Update{DropRecheck: r.Start})
+	}
+	gone := kept[len(kept)/2]
+	update(t, cs, l, now, checkpoint.Update{DropRecheck: gone.Start})
+	kept = append(kept[:len(kept)/2], kept[len(kept)/2+1:]...)
+	wantState(t, cs, job, "rechecks dropped", checkpoint.State{Checkpoint: q(n).Start, Lease: l, Rechecks: kept})
+	// A recheck set again in the month emptied.
+	r := q(3)
+	update(t, cs, l, now, checkpoint.Update{SetRecheck: &r})
+	wantState(t, cs, job, "a recheck set in the month emptied", checkpoint.State{Checkpoint: q(n).Start, Lease: l,
+		Rechecks: append([]checkpoint.Recheck{r}, kept...)})
 }
