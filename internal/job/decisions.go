@@ -2,11 +2,13 @@ package job
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/publish"
+	"github.com/reportjob/reportjob/internal/report"
 )
 
 // decisions returns what a rebuild of cur's period keeps from its current
@@ -48,4 +50,38 @@ func (r *runner) decisions(ctx context.Context, pb *publish.Publisher, cur *publ
 		f.Close()
 		os.Remove(f.Name())
 	}, nil
+}
+
+// keepsBilling returns nil when built, the rebuild of cur's period from
+// the items col read, may replace cur: always when the items changed (a
+// late item, a restatement) or on purpose (verify --repair --reprice).
+// Items unchanged, a rebuild keeps every decision cur made (SPEC section
+// 3), so it bills exactly what cur billed; when it would not, a decision
+// of cur could not be read back (its duplicates object or line items
+// lost, or a period without line items whose claims moved or expired) and
+// the index decided in its place. Then it returns an error wrapping
+// ErrNotRepairable: cur stays the record. This is the one place that
+// refuses a rebuild that would change what was billed though no item did.
+func keepsBilling(cur, built *report.Manifest, col *collect.Collected, m mode) error {
+	if cur == nil || m.reprice || !sameItems(cur, col) || built.SameBilling(cur) {
+		return nil
+	}
+	return fmt.Errorf("%w: rebuilt from the same %d items, revision %d would bill %d transactions "+
+		"(%d copies dropped as duplicates of other periods, %d rejects) where revision %d bills %d (%d, %d)%s: "+
+		"a decision of revision %d could not be read back from it (its duplicates object or line items are missing, "+
+		"or it has no line items) and the dedupe index decided in its place; revision %d is kept as it is "+
+		"(restore its objects from a copy, then run verify --repair again)",
+		ErrNotRepairable, cur.ItemsRead, built.Revision, built.Transactions, built.DuplicatesAcrossPeriods, built.Rejects,
+		cur.Revision, cur.Transactions, cur.DuplicatesAcrossPeriods, cur.Rejects, totalsDiffer(cur, built),
+		cur.Revision, cur.Revision)
+}
+
+// totalsDiffer says ", other totals" when only the totals tell cur and
+// built apart.
+func totalsDiffer(cur, built *report.Manifest) string {
+	if cur.Transactions == built.Transactions && cur.DuplicatesAcrossPeriods == built.DuplicatesAcrossPeriods &&
+		cur.Rejects == built.Rejects && cur.DuplicatesWithinPeriod == built.DuplicatesWithinPeriod {
+		return ", with other totals (other prices)"
+	}
+	return ""
 }

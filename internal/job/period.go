@@ -333,6 +333,21 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		Totals: totals, Rates: &rates, ParquetLayout: layout, Files: files,
 	}
 	res.Manifest = man
+	if err := keepsBilling(cur.Manifest, man, col, m); err != nil {
+		// The revision stays as it is (for a repair, with the objects the
+		// rebuild reproduced restored): nothing it lists is replaced.
+		if cerr := sess.Close(ctx); cerr != nil {
+			return res, cerr
+		}
+		res.Outcome, res.Manifest = OutcomeUnchanged, cur.Manifest
+		if m.repair {
+			res.Uploaded = sess.Uploaded() // what it restored
+			return res, err
+		}
+		// A backfill: what it uploaded was cleaned up again.
+		log.Warn("period kept as it is", "kind", m.kind, "revision", cur.Manifest.Revision, "err", err)
+		return res, nil
+	}
 	if cur.Manifest != nil && man.SameContent(cur.Manifest) {
 		// Rebuilt to the same objects (a backfill or repair of an
 		// unchanged period, a re-pricing that changes no price): the

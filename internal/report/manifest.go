@@ -208,8 +208,15 @@ func (m *Manifest) SameContent(o *Manifest) bool {
 	return m.Job == o.Job && m.PeriodStart.Equal(o.PeriodStart) && m.PeriodEnd.Equal(o.PeriodEnd) &&
 		m.ItemsRead == o.ItemsRead &&
 		m.ItemsFingerprint == o.ItemsFingerprint && m.FingerprintVersion() == o.FingerprintVersion() &&
-		m.Transactions == o.Transactions &&
-		m.DuplicatesWithinPeriod == o.DuplicatesWithinPeriod && m.DuplicatesAcrossPeriods == o.DuplicatesAcrossPeriods &&
-		m.Rejects == o.Rejects && slices.Equal(m.Totals, o.Totals) && m.Layout() == o.Layout() &&
+		m.SameBilling(o) && m.Layout() == o.Layout() &&
 		slices.Equal(m.Files, o.Files)
+}
+
+// SameBilling reports whether m and o decided the same about their items:
+// as many transactions billed, copies dropped and rejects, and the same
+// totals per currency (commission included).
+func (m *Manifest) SameBilling(o *Manifest) bool {
+	return m.Transactions == o.Transactions &&
+		m.DuplicatesWithinPeriod == o.DuplicatesWithinPeriod && m.DuplicatesAcrossPeriods == o.DuplicatesAcrossPeriods &&
+		m.Rejects == o.Rejects && slices.Equal(m.Totals, o.Totals)
 }
