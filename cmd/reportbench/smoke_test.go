@@ -64,8 +64,10 @@ func TestSmoke(t *testing.T) {
 			t.Fatalf("%d ddbsplit rows, want 1", len(res.Split))
 		}
 		sp := res.Split[0]
+		// BatchGetItem on the state table: the 300 claims looked up, and the
+		// job state's month items of owed rechecks (read the same way).
 		if sp.Items != 300 || sp.RunMS <= 0 || sp.ClientCPUMS <= 0 || sp.ReadMS <= 0 || sp.DedupeMS <= 0 ||
-			sp.Requests["BatchWriteItem state"].Items != 300 || sp.Requests["BatchGetItem state"].Items != 300 {
+			sp.Requests["BatchWriteItem state"].Items != 300 || sp.Requests["BatchGetItem state"].Items < 300 {
 			t.Errorf("ddbsplit row %+v: want 300 claims written and looked up, the phases timed", sp)
 		}
 	}
