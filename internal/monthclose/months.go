@@ -80,7 +80,7 @@ func (s *monthSet) read(ctx context.Context, c *Closer, m string) (*current, err
 // readMonth reads month m's manifest; keys are the month's listed keys.
 func (c *Closer) readMonth(ctx context.Context, m string, keys []string) (*current, error) {
 	if len(keys) == 0 {
-		return nil, nil
+		return nil, c.checkNotLost(ctx, m)
 	}
 	cur := &current{month: m}
 	has := false
@@ -90,6 +90,11 @@ func (c *Closer) readMonth(ctx context.Context, m string, keys []string) (*curre
 			has = true
 		case report.IsMonthIntentKey(m, k) && k != report.MonthIntentKey(m, c.RunID):
 			cur.intents = append(cur.intents, k)
+		}
+	}
+	if !has && len(cur.intents) == 0 {
+		if err := c.checkNotLost(ctx, m); err != nil {
+			return nil, err
 		}
 	}
 	if has {
@@ -115,6 +120,31 @@ func (c *Closer) readMonth(ctx context.Context, m string, keys []string) (*curre
 		}
 	}
 	return cur, nil
+}
+
+// ErrManifestLost is wrapped by the error of a close or verify that finds a
+// month's statements in the sink without the month manifest that lists
+// them.
+var ErrManifestLost = errors.New("month manifest lost")
+
+// checkNotLost returns an error wrapping ErrManifestLost when month m has
+// statement objects but no manifest (and no publication in progress, whose
+// intent the caller found): the manifest was deleted. Such a month is never
+// built again from its periods, which may have been restated since: a final
+// statement never changes, and its restatements are booked in later months
+// already. One LIST of the month's statements folder.
+func (c *Closer) checkNotLost(ctx context.Context, m string) error {
+	objs, err := c.bucket().List(ctx, report.StatementsPrefix(m))
+	if err != nil {
+		return fmt.Errorf("list the statements of %s: %w", m, err)
+	}
+	if len(objs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is missing, though the month's statements are in the sink (%s): its statements are not built "+
+		"again from the periods (a final statement never changes, and restatements of its periods are booked in later months); "+
+		"restore the month manifest from a copy of the sink",
+		ErrManifestLost, c.bucket().URL(report.MonthManifestKey(m)), c.bucket().URL(objs[0].Key))
 }
 
 // firstOpenAfter returns the first month after m that is not final: where

@@ -29,6 +29,9 @@ type Statement struct {
 func (c *Closer) Read(ctx context.Context, m string) (*Statement, error) {
 	raw, _, err := c.bucket().ReadAll(ctx, report.MonthManifestKey(m), maxManifestBytes)
 	if errors.Is(err, sink.ErrNotFound) {
+		if err := c.checkNotLost(ctx, m); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w for %s in %s", ErrNoStatement, m, c.bucket())
 	}
 	if err != nil {

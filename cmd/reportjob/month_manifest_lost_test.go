@@ -1,0 +1,61 @@
+//go:build linux
+
+package main
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reportjob/reportjob/internal/report"
+)
+
+// TestMonthManifestLost: a final January whose period 01-30 was restated
+// (booked in February) loses its month manifest. Its statements are never
+// built again from the periods: before, verify --repair published January
+// again as final revision 2 from the restated period (3.00) while February
+// still booked the +2.00 adjustment: 5.00 on the statements for 3.00 of
+// periods (review of issue 31). Now verify --repair and statement exit 1 naming
+// the lost manifest and change nothing; with the manifest restored from a
+// copy, verify is clean.
+func TestMonthManifestLost(t *testing.T) {
+	h := newHarness(t, harnessOptions{period: "24h", start: "2026-01-28",
+		top: "statements: {timezone: UTC, close_after: 1d, agency_files: [pdf, csv, parquet]}"})
+	r := &stRunner{t: t, h: h, bin: procBinary(t), final: map[string]map[string]string{}}
+	r.cli(0, "init")
+	r.ingest("2026-01-31T00:00:00Z", stTx{id: "t1", agency: "acme", amount: "10.00", currency: "USD", at: "2026-01-30T10:00:00Z"})
+	r.run("2026-02-03T00:00:00Z", nil)
+	r.wantStatus("2026-01", "final", 1)
+	r.ingest("2026-02-03T00:00:00Z", stTx{id: "t2", agency: "acme", amount: "20.00", currency: "USD", at: "2026-01-30T11:00:00Z"})
+	r.cli(0, "run", "--backfill", "--from", "2026-01-30", "--to", "2026-01-31", "--now", "2026-02-03T00:00:00Z")
+
+	key := report.MonthManifestKey("2026-01")
+	path := filepath.Join(h.dir, "reports", filepath.FromSlash(key))
+	saved, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	before := h.objects()
+	for _, args := range [][]string{
+		{"verify", "--repair", "--from", "2026-01-28", "--to", "2026-02-02", "--now", "2026-02-03T00:05:00Z"},
+		{"statement", "--month", "2026-01"},
+	} {
+		sum, out := r.cli(1, args...)
+		if e, _ := sum["error"].(string); !strings.Contains(e, "month manifest lost") || !strings.Contains(e, key) {
+			t.Errorf("%s with January's manifest lost: %v\n%s", args[0], sum, out)
+		}
+		if after := h.objects(); !maps.Equal(before, after) {
+			t.Errorf("%s with January's manifest lost changed the sink", args[0])
+		}
+	}
+	if err := os.WriteFile(path, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.cli(0, "verify", "--from", "2026-01-28", "--to", "2026-02-02", "--now", "2026-02-03T00:15:00Z")
+	r.wantStatus("2026-01", "final", 1)
+}
