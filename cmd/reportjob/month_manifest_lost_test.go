@@ -21,15 +21,7 @@ import (
 // the lost manifest and change nothing; with the manifest restored from a
 // copy, verify is clean.
 func TestMonthManifestLost(t *testing.T) {
-	h := newHarness(t, harnessOptions{period: "24h", start: "2026-01-28",
-		top: "statements: {timezone: UTC, close_after: 1d, agency_files: [pdf, csv, parquet]}"})
-	r := &stRunner{t: t, h: h, bin: procBinary(t), final: map[string]map[string]string{}}
-	r.cli(0, "init")
-	r.ingest("2026-01-31T00:00:00Z", stTx{id: "t1", agency: "acme", amount: "10.00", currency: "USD", at: "2026-01-30T10:00:00Z"})
-	r.run("2026-02-03T00:00:00Z", nil)
-	r.wantStatus("2026-01", "final", 1)
-	r.ingest("2026-02-03T00:00:00Z", stTx{id: "t2", agency: "acme", amount: "20.00", currency: "USD", at: "2026-01-30T11:00:00Z"})
-	r.cli(0, "run", "--backfill", "--from", "2026-01-30", "--to", "2026-01-31", "--now", "2026-02-03T00:00:00Z")
+	r, h := restatedFinalJanuary(t)
 
 	key := report.MonthManifestKey("2026-01")
 	path := filepath.Join(h.dir, "reports", filepath.FromSlash(key))
@@ -58,4 +50,46 @@ func TestMonthManifestLost(t *testing.T) {
 	}
 	r.cli(0, "verify", "--from", "2026-01-28", "--to", "2026-02-02", "--now", "2026-02-03T00:15:00Z")
 	r.wantStatus("2026-01", "final", 1)
+}
+
+// restatedFinalJanuary: daily periods; January final with 01-30 billed at
+// 10.00, then restated by a backfill with a late 20.00 (booked in
+// February's draft).
+func restatedFinalJanuary(t *testing.T) (*stRunner, *harness) {
+	h := newHarness(t, harnessOptions{period: "24h", start: "2026-01-28",
+		top: "statements: {timezone: UTC, close_after: 1d, agency_files: [pdf, csv, parquet]}"})
+	r := &stRunner{t: t, h: h, bin: procBinary(t), final: map[string]map[string]string{}}
+	r.cli(0, "init")
+	r.ingest("2026-01-31T00:00:00Z", stTx{id: "t1", agency: "acme", amount: "10.00", currency: "USD", at: "2026-01-30T10:00:00Z"})
+	r.run("2026-02-03T00:00:00Z", nil)
+	r.wantStatus("2026-01", "final", 1)
+	r.ingest("2026-02-03T00:00:00Z", stTx{id: "t2", agency: "acme", amount: "20.00", currency: "USD", at: "2026-01-30T11:00:00Z"})
+	r.cli(0, "run", "--backfill", "--from", "2026-01-30", "--to", "2026-01-31", "--now", "2026-02-03T00:00:00Z")
+	return r, h
+}
+
+// TestFinalMonthTotalsCheckedAfterRestatement: a final month whose period
+// was restated since is not rebuilt from its periods; verify still checks
+// the totals its manifest records against its own statements file. Before,
+// an altered commission_due in January's manifest passed as "ok ... equals
+// its periods and adjustments" (review of issue 31).
+func TestFinalMonthTotalsCheckedAfterRestatement(t *testing.T) {
+	r, h := restatedFinalJanuary(t)
+	r.cli(0, "verify", "--from", "2026-01-28", "--to", "2026-02-02", "--now", "2026-02-03T00:05:00Z")
+	path := filepath.Join(h.dir, "reports", filepath.FromSlash(report.MonthManifestKey("2026-01")))
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	altered := strings.Replace(string(raw), `"commission_due": "1.00"`, `"commission_due": "1.01"`, 1)
+	if altered == string(raw) {
+		t.Fatalf("no commission_due 1.00 in January's manifest:\n%s", raw)
+	}
+	if err := os.WriteFile(path, []byte(altered), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, out := r.cli(4, "verify", "--from", "2026-01-28", "--to", "2026-02-02", "--now", "2026-02-03T00:10:00Z")
+	if !strings.Contains(out, "its statements file adds up to") {
+		t.Errorf("verify of January with altered totals:\n%s", out)
+	}
 }

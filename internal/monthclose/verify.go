@@ -154,6 +154,13 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 		restated = true
 	}
 	if restated || adjLost {
+		// Not rebuilt from its periods, which changed since: its totals
+		// are checked against its own statements file.
+		if !adjLost {
+			if err := c.checkOwnTotals(ctx, &mc, m, man); err != nil {
+				return mc, err
+			}
+		}
 		return mc, nil
 	}
 	// Rebuild and compare, with the files it was published with: same
@@ -298,4 +305,30 @@ func (c *Closer) as(man *Manifest) *Closer {
 	d.Formats = ParseFormats(man.AgencyFiles)
 	d.CloseAfter = man.ClosesAt.Sub(man.MonthEnd)
 	return &d
+}
+
+// checkOwnTotals adds a problem to mc when the totals month manifest man
+// records are not those of its own statements file (the rows it lists):
+// the check of a month whose periods were restated since, which cannot be
+// rebuilt from them. A statements file that cannot be read is reported
+// with the objects already.
+func (c *Closer) checkOwnTotals(ctx context.Context, mc *MonthCheck, m string, man *Manifest) error {
+	st, err := c.Read(ctx, m)
+	if err != nil {
+		return nil
+	}
+	lines := make([]statement.Line, len(st.Rows))
+	for i, r := range st.Rows {
+		lines[i] = r.Line
+	}
+	own, err := totals([]*statement.Agency{{Lines: lines}})
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(own, man.Totals) {
+		a, _ := json.Marshal(man.Totals)
+		b, _ := json.Marshal(own)
+		mc.Problems = append(mc.Problems, fmt.Sprintf("totals %s; its statements file adds up to %s", a, b))
+	}
+	return nil
 }
