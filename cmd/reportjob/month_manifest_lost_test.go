@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/reportjob/reportjob/internal/report"
 )
@@ -92,4 +93,40 @@ func TestFinalMonthTotalsCheckedAfterRestatement(t *testing.T) {
 	if !strings.Contains(out, "its statements file adds up to") {
 		t.Errorf("verify of January with altered totals:\n%s", out)
 	}
+}
+
+// TestPeriodManifestLostAfterRestatement: 01-30 is at revision 2, booked
+// in February ("1 -> 2"), when its manifest is lost. A rebuild would
+// publish it as revision 1 again, and the next restatement as revision 2,
+// which February has booked already: never booked. Before, verify
+// --repair did that and 5.00 USD of commission reached no statement
+// (review of issue 31). Now the repair, and a backfill, leave the period as
+// it is and say to restore its manifest; restored, verify is clean.
+func TestPeriodManifestLostAfterRestatement(t *testing.T) {
+	r, h := restatedFinalJanuary(t)
+	p := report.Period{Start: time.Date(2026, 1, 30, 0, 0, 0, 0, time.UTC), End: time.Date(2026, 1, 31, 0, 0, 0, 0, time.UTC)}
+	path := filepath.Join(h.dir, "reports", filepath.FromSlash(report.ManifestKey(p)))
+	saved, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	before := h.objects()
+	sum, out := r.cli(4, "verify", "--repair", "--from", "2026-01-28", "--to", "2026-02-02", "--now", "2026-02-03T00:05:00Z")
+	if sum["not_repairable"] != float64(1) || !strings.Contains(out, "statements account for its revision 2") {
+		t.Errorf("verify --repair of 01-30 without its manifest: %v\n%s", sum, out)
+	}
+	sum, _ = r.cli(1, "run", "--backfill", "--from", "2026-01-30", "--to", "2026-01-31", "--now", "2026-02-03T00:10:00Z")
+	if e, _ := sum["error"].(string); !strings.Contains(e, "not repairable") {
+		t.Errorf("backfill of 01-30 without its manifest: %v", sum)
+	}
+	if after := h.objects(); !maps.Equal(before, after) {
+		t.Errorf("the repair or the backfill of 01-30 without its manifest changed the sink")
+	}
+	if err := os.WriteFile(path, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.cli(0, "verify", "--from", "2026-01-28", "--to", "2026-02-02", "--now", "2026-02-03T00:15:00Z")
 }

@@ -85,3 +85,23 @@ func totalsDiffer(cur, built *report.Manifest) string {
 	}
 	return ""
 }
+
+// checkNotBooked returns an error wrapping ErrNotRepairable when a rebuild
+// of delivered period p, which has no manifest, must not publish: the
+// statements account for a revision of p after the first. The rebuild
+// would publish revision 1 over it, and the restatements that follow
+// would be numbered as revisions the statements booked already, and never
+// booked. (A lost manifest of a revision 1 is made again: same objects,
+// same digest.)
+func (r *runner) checkNotBooked(ctx context.Context, p report.Period) error {
+	booked, err := r.closer().Booked(ctx, p)
+	if err != nil {
+		return fmt.Errorf("read which revision the statements account for: %w", err)
+	}
+	if booked > 1 {
+		return fmt.Errorf("%w: the manifest of period %s is lost, and the statements account for its revision %d: "+
+			"a rebuild would publish revision 1 over it; restore %s from a copy of the sink, then run verify again",
+			ErrNotRepairable, p.Name(), booked, report.ManifestKey(p))
+	}
+	return nil
+}

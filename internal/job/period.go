@@ -207,6 +207,11 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	if err != nil {
 		return res, err
 	}
+	if cur.Manifest == nil && m.kind != modeDelivery.kind {
+		if err := r.checkNotBooked(ctx, p); err != nil {
+			return res, err
+		}
+	}
 	col, err := collect.Read(ctx, r.collectConfig(dir, p, cur.Manifest), j.Source, p)
 	if err != nil {
 		return res, err

@@ -178,3 +178,16 @@ func (s *monthSet) booked(ctx context.Context, c *Closer, p report.Period, pm, u
 	}
 	return r, nil
 }
+
+// Booked returns the latest revision of period p that the statements in
+// the sink account for (0 when none names it): the revision its month's
+// statement was built from, or that an adjustment booked in a later month
+// leads to.
+func (c *Closer) Booked(ctx context.Context, p report.Period) (int, error) {
+	set, err := c.listMonths(ctx)
+	if err != nil {
+		return 0, err
+	}
+	pm := statement.MonthOf(p.Start, c.Loc)
+	return set.booked(ctx, c, p, pm, lastMonth(set, pm))
+}
