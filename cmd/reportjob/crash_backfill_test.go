@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -154,60 +152,34 @@ func TestCrashPointsBackfill(t *testing.T) {
 	bin := procBinary(t)
 	b := newBackfillScenario(newCrashScenario())
 	defer b.cleanup()
-	var stacks sync.WaitGroup
-	for _, backend := range []string{"embedded", "aws"} {
-		stacks.Add(1)
-		go func() {
-			defer stacks.Done()
-			t.Run(backend, func(t *testing.T) {
-				started := time.Now()
-				ref := b.reference(t, bin, backend)
-				sem := make(chan struct{}, crashConcurrency[backend])
-				var wg sync.WaitGroup
-				for _, c := range cbCasesFor(backend) {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						sem <- struct{}{}
-						defer func() { <-sem }()
-						t.Run(c, func(t *testing.T) {
-							h := b.setup(t, bin, backend)
-							crash := procRun(t, bin, h, []string{crashpoint.EnvVar + "=" + c}, cbArgs...)
-							if !crash.killed || !strings.Contains(crash.stderr, "crashpoint "+c+" reached") {
-								t.Fatalf("the backfill did not crash at %s: %s", c, crash)
-							}
-							procWaitLease(h)
-							rerun := procRun(t, bin, h, nil, cbArgs...)
-							procKeepLogs(t, map[string]procOut{"crash": crash, "rerun": rerun})
-							if rerun.code != exitOK {
-								t.Fatalf("the one rerun of the backfill after a crash at %s: %s", c, rerun)
-							}
-							b.check(h, ref)
-						})
-					}()
-				}
-				wg.Wait()
-				line := fmt.Sprintf("crash points of a backfill on %s: %d cases in %s", backend, len(cbCasesFor(backend)),
-					time.Since(started).Round(time.Millisecond))
-				t.Log(line)
-				fmt.Println(line)
-			})
-		}()
-	}
-	stacks.Wait()
+	onBothStacks(t, func(t *testing.T, backend string) ([]string, func(*testing.T, string)) {
+		started := time.Now()
+		ref := b.reference(t, bin, backend)
+		cases := cbCasesFor(backend)
+		t.Cleanup(func() {
+			crashLine(t, "crash points of a backfill on %s: %d cases in %s", backend, len(cases), time.Since(started).Round(time.Millisecond))
+		})
+		return cases, func(t *testing.T, c string) {
+			h := b.setup(t, bin, backend)
+			crash := procRun(t, bin, h, []string{crashpoint.EnvVar + "=" + c}, cbArgs...)
+			if !crash.killed || !strings.Contains(crash.stderr, "crashpoint "+c+" reached") {
+				t.Fatalf("the backfill did not crash at %s: %s", c, crash)
+			}
+			procWaitLease(h)
+			rerun := procRun(t, bin, h, nil, cbArgs...)
+			procKeepLogs(t, map[string]procOut{"crash": crash, "rerun": rerun})
+			if rerun.code != exitOK {
+				t.Fatalf("the one rerun of the backfill after a crash at %s: %s", c, rerun)
+			}
+			b.check(h, ref)
+		}
+	})
 }
 
 func TestCrashRandomKillBackfill(t *testing.T) {
 	t.Parallel() // see procAWSEnv
 	bin := procBinary(t)
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("RJTEST_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("RJTEST_SEED=%q: %v", v, err)
-		}
-		seed = n
-	}
+	seed := crashSeed(t)
 	t.Logf("seed %d (replay with RJTEST_SEED=%d)", seed, seed)
 	b := newBackfillScenario(newCrashScenario())
 	defer b.cleanup()
@@ -295,60 +267,50 @@ func TestCrashPointsPeriodChange(t *testing.T) {
 	// and delivers up to 08:00: items of 07:00 are none.
 	const rerunNow = "2024-03-01T08:02:00Z"
 	wantCheckpoint := csCheckpoint.Add(time.Hour).Format(time.RFC3339)
-	var stacks sync.WaitGroup
-	for _, backend := range []string{"embedded", "aws"} {
-		stacks.Add(1)
-		go func() {
-			defer stacks.Done()
-			t.Run(backend, func(t *testing.T) {
-				cs := cases
-				if backend == "aws" && !procLong() {
-					cs = cases[1:2]
-				}
-				sem := make(chan struct{}, crashConcurrency[backend])
-				var wg sync.WaitGroup
-				for _, c := range cs {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						sem <- struct{}{}
-						defer func() { <-sem }()
-						t.Run(c.point+"-then-"+c.period, func(t *testing.T) {
-							h := s.setup(t, bin, backend)
-							crash := procRun(t, bin, h, []string{crashpoint.EnvVar + "=" + c.point}, "run", "--now", csNow)
-							if !crash.killed || !strings.Contains(crash.stderr, "crashpoint "+c.point+" reached") {
-								t.Fatalf("the run did not crash at %s: %s", c.point, crash)
-							}
-							procWaitLease(h)
-							r := &stRunner{t: t, h: h, bin: bin}
-							r.setPeriod("1h", c.period)
-							rerun := procRun(t, bin, h, nil, "run", "--now", rerunNow)
-							procKeepLogs(t, map[string]procOut{"crash": crash, "rerun": rerun})
-							if rerun.code != exitOK {
-								t.Fatalf("the one rerun after a crash at %s and report.period %s: %s", c.point, c.period, rerun)
-							}
-							if sum := lastJSON(t, rerun.stdout); sum["checkpoint"] != wantCheckpoint {
-								t.Errorf("rerun: %v", sum)
-							}
-							snap := snapshot(h)
-							checkSinkInvariant(t, snap)
-							pub := report.Period{Start: hourAt(c.published, 0, 0), End: hourAt(c.published+1, 0, 0)}
-							if m := snap.manifests[report.ManifestKey(pub)]; m == nil || m.Period() != pub {
-								t.Errorf("the period published before the crash: %+v, want %s kept", m, pub)
-							}
-							checkBilledWithin(h, s, snap)
-							checkStatementTotals(h, snap)
-							if st := procState(h); len(st.Grid) != 2 || !st.Grid[1].From.After(pub.Start) {
-								t.Errorf("recorded grid %v: want the hourly one, then %s after %s", st.Grid, c.period, pub.Name())
-							}
-						})
-					}()
-				}
-				wg.Wait()
-			})
-		}()
+	byName := map[string]pcCase{}
+	for _, c := range cases {
+		byName[c.point+"-then-"+c.period] = c
 	}
-	stacks.Wait()
+	onBothStacks(t, func(t *testing.T, backend string) ([]string, func(*testing.T, string)) {
+		cs := cases
+		if backend == "aws" && !procLong() {
+			cs = cases[1:2]
+		}
+		names := make([]string, len(cs))
+		for i, c := range cs {
+			names[i] = c.point + "-then-" + c.period
+		}
+		return names, func(t *testing.T, name string) {
+			c := byName[name]
+			h := s.setup(t, bin, backend)
+			crash := procRun(t, bin, h, []string{crashpoint.EnvVar + "=" + c.point}, "run", "--now", csNow)
+			if !crash.killed || !strings.Contains(crash.stderr, "crashpoint "+c.point+" reached") {
+				t.Fatalf("the run did not crash at %s: %s", c.point, crash)
+			}
+			procWaitLease(h)
+			r := &stRunner{t: t, h: h, bin: bin}
+			r.setPeriod("1h", c.period)
+			rerun := procRun(t, bin, h, nil, "run", "--now", rerunNow)
+			procKeepLogs(t, map[string]procOut{"crash": crash, "rerun": rerun})
+			if rerun.code != exitOK {
+				t.Fatalf("the one rerun after a crash at %s and report.period %s: %s", c.point, c.period, rerun)
+			}
+			if sum := lastJSON(t, rerun.stdout); sum["checkpoint"] != wantCheckpoint {
+				t.Errorf("rerun: %v", sum)
+			}
+			snap := snapshot(h)
+			checkSinkInvariant(t, snap)
+			pub := report.Period{Start: hourAt(c.published, 0, 0), End: hourAt(c.published+1, 0, 0)}
+			if m := snap.manifests[report.ManifestKey(pub)]; m == nil || m.Period() != pub {
+				t.Errorf("the period published before the crash: %+v, want %s kept", m, pub)
+			}
+			checkBilledWithin(h, s, snap)
+			checkStatementTotals(h, snap)
+			if st := procState(h); len(st.Grid) != 2 || !st.Grid[1].From.After(pub.Start) {
+				t.Errorf("recorded grid %v: want the hourly one, then %s after %s", st.Grid, c.period, pub.Name())
+			}
+		}
+	})
 }
 
 // checkBilledWithin is checkBilledOnce on any grid: each transaction the

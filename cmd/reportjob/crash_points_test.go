@@ -4,7 +4,9 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,6 +51,60 @@ var crashCases = []string{
 // so they all wait at once.
 var crashConcurrency = map[string]int{"embedded": 2, "aws": 16}
 
+// onBothStacks runs a crash suite on the embedded stack and on DynamoDB +
+// S3 side by side, each stack's cases concurrently (t.Run from goroutines,
+// bounded by crashConcurrency rather than by -parallel). For each stack,
+// prepare (run as the stack's subtest: its reference outcome, say) returns
+// the stack's case names and the function that runs one case.
+func onBothStacks(t *testing.T, prepare func(t *testing.T, backend string) (cases []string, run func(t *testing.T, c string))) {
+	var stacks sync.WaitGroup
+	for _, backend := range []string{"embedded", "aws"} {
+		stacks.Add(1)
+		go func() {
+			defer stacks.Done()
+			t.Run(backend, func(t *testing.T) {
+				cases, run := prepare(t, backend)
+				sem := make(chan struct{}, crashConcurrency[backend])
+				var wg sync.WaitGroup
+				for _, c := range cases {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						sem <- struct{}{}
+						defer func() { <-sem }()
+						t.Run(c, func(t *testing.T) { run(t, c) })
+					}()
+				}
+				wg.Wait()
+			})
+		}()
+	}
+	stacks.Wait()
+}
+
+// crashLine logs a suite's closing line for one stack, and prints it.
+func crashLine(t *testing.T, format string, args ...any) {
+	t.Helper()
+	line := fmt.Sprintf(format, args...)
+	t.Log(line)
+	fmt.Println(line)
+}
+
+// crashSeed is a random-kill suite's seed: RJTEST_SEED when set (a
+// replay), else the clock.
+func crashSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("RJTEST_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("RJTEST_SEED=%q: %v", v, err)
+		}
+		seed = n
+	}
+	return seed
+}
+
 // crashCasesFor returns the cases of a stack: every one on the embedded
 // stack; on DynamoDB + S3, whose cases cost a table, a bucket and a lease
 // expiry each, the first hit of every point and the later hits the issue
@@ -86,43 +142,22 @@ func TestCrashPoints(t *testing.T) {
 	}
 	s := newCrashScenario()
 	defer s.cleanup()
-	// The stacks run side by side, and the cases of each concurrently
-	// (t.Run from goroutines, bounded here rather than by -parallel).
-	var stacks sync.WaitGroup
-	for _, backend := range []string{"embedded", "aws"} {
-		stacks.Add(1)
-		go func() {
-			defer stacks.Done()
-			t.Run(backend, func(t *testing.T) {
-				started := time.Now()
-				ref := s.reference(t, bin, backend)
-				cases := crashCasesFor(backend)
-				sem := make(chan struct{}, crashConcurrency[backend])
-				var wg sync.WaitGroup
-				var recovered atomic.Int64
-				for _, c := range cases {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						sem <- struct{}{}
-						defer func() { <-sem }()
-						t.Run(c, func(t *testing.T) {
-							crashAt(t, bin, s, backend, c, ref)
-							if !t.Failed() {
-								recovered.Add(1)
-							}
-						})
-					}()
-				}
-				wg.Wait()
-				line := fmt.Sprintf("crash points on %s: %d cases, %d recovered by ONE rerun to the reference's outcome, in %s",
-					backend, len(cases), recovered.Load(), time.Since(started).Round(time.Millisecond))
-				t.Log(line)
-				fmt.Println(line)
-			})
-		}()
-	}
-	stacks.Wait()
+	onBothStacks(t, func(t *testing.T, backend string) ([]string, func(*testing.T, string)) {
+		started := time.Now()
+		ref := s.reference(t, bin, backend)
+		cases := crashCasesFor(backend)
+		var recovered atomic.Int64
+		t.Cleanup(func() {
+			crashLine(t, "crash points on %s: %d cases, %d recovered by ONE rerun to the reference's outcome, in %s",
+				backend, len(cases), recovered.Load(), time.Since(started).Round(time.Millisecond))
+		})
+		return cases, func(t *testing.T, c string) {
+			crashAt(t, bin, s, backend, c, ref)
+			if !t.Failed() {
+				recovered.Add(1)
+			}
+		}
+	})
 }
 
 // crashAt crashes the scenario's run at point (name:N), reruns it once,

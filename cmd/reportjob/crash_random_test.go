@@ -8,9 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,14 +57,7 @@ func (s *randomStats) String() string {
 func TestCrashRandomKill(t *testing.T) {
 	t.Parallel() // see procAWSEnv
 	bin := procBinary(t)
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("RJTEST_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("RJTEST_SEED=%q: %v", v, err)
-		}
-		seed = n
-	}
+	seed := crashSeed(t)
 	t.Logf("seed %d (replay with RJTEST_SEED=%d), long mode %v", seed, seed, procLong())
 	s := newCrashScenario()
 	defer s.cleanup()

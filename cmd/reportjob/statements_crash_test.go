@@ -5,7 +5,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,33 +66,14 @@ func TestStatementsCrashPoints(t *testing.T) {
 			t.Errorf("crash point %s has no statements case", p)
 		}
 	}
-	var stacks sync.WaitGroup
-	for _, backend := range []string{"embedded", "aws"} {
-		stacks.Add(1)
-		go func() {
-			defer stacks.Done()
-			t.Run(backend, func(t *testing.T) {
-				started := time.Now()
-				ref := stcReference(t, bin, backend)
-				sem := make(chan struct{}, crashConcurrency[backend])
-				var wg sync.WaitGroup
-				for _, c := range stCrashCases {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						sem <- struct{}{}
-						defer func() { <-sem }()
-						t.Run(c, func(t *testing.T) { stcCrashAt(t, bin, backend, c, ref) })
-					}()
-				}
-				wg.Wait()
-				line := fmt.Sprintf("statements crash points on %s: %d cases in %s", backend, len(stCrashCases), time.Since(started).Round(time.Millisecond))
-				t.Log(line)
-				fmt.Println(line)
-			})
-		}()
-	}
-	stacks.Wait()
+	onBothStacks(t, func(t *testing.T, backend string) ([]string, func(*testing.T, string)) {
+		started := time.Now()
+		ref := stcReference(t, bin, backend)
+		t.Cleanup(func() {
+			crashLine(t, "statements crash points on %s: %d cases in %s", backend, len(stCrashCases), time.Since(started).Round(time.Millisecond))
+		})
+		return stCrashCases, func(t *testing.T, c string) { stcCrashAt(t, bin, backend, c, ref) }
+	})
 }
 
 // stcSetup makes a store and sink in the state just before the run under

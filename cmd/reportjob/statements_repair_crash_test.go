@@ -6,10 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -166,37 +163,18 @@ func frcReference(t *testing.T, bin, backend string) stcOutcome {
 func TestStatementsRepairCrashPoints(t *testing.T) {
 	t.Parallel() // see procAWSEnv
 	bin := procBinary(t)
-	var stacks sync.WaitGroup
-	for _, backend := range []string{"embedded", "aws"} {
-		stacks.Add(1)
-		go func() {
-			defer stacks.Done()
-			t.Run(backend, func(t *testing.T) {
-				started := time.Now()
-				ref := frcReference(t, bin, backend)
-				cases := frcCrashCases
-				if backend == "aws" && !procLong() {
-					cases = []string{"mid-restatement:1", "month-after-upload:6", "before-due-delete:2"}
-				}
-				sem := make(chan struct{}, crashConcurrency[backend])
-				var wg sync.WaitGroup
-				for _, c := range cases {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						sem <- struct{}{}
-						defer func() { <-sem }()
-						t.Run(c, func(t *testing.T) { frcCrashAt(t, bin, backend, c, ref) })
-					}()
-				}
-				wg.Wait()
-				line := fmt.Sprintf("final-month repair crash points on %s: %d cases in %s", backend, len(cases), time.Since(started).Round(time.Millisecond))
-				t.Log(line)
-				fmt.Println(line)
-			})
-		}()
-	}
-	stacks.Wait()
+	onBothStacks(t, func(t *testing.T, backend string) ([]string, func(*testing.T, string)) {
+		started := time.Now()
+		ref := frcReference(t, bin, backend)
+		cases := frcCrashCases
+		if backend == "aws" && !procLong() {
+			cases = []string{"mid-restatement:1", "month-after-upload:6", "before-due-delete:2"}
+		}
+		t.Cleanup(func() {
+			crashLine(t, "final-month repair crash points on %s: %d cases in %s", backend, len(cases), time.Since(started).Round(time.Millisecond))
+		})
+		return cases, func(t *testing.T, c string) { frcCrashAt(t, bin, backend, c, ref) }
+	})
 }
 
 // frcCrashAt crashes the repair at point, reruns it once, and compares.
@@ -224,14 +202,7 @@ func frcCrashAt(t *testing.T, bin, backend, point string, ref stcOutcome) {
 func TestStatementsRepairRandomKill(t *testing.T) {
 	t.Parallel()
 	bin := procBinary(t)
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("RJTEST_SEED"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("RJTEST_SEED=%q: %v", v, err)
-		}
-		seed = n
-	}
+	seed := crashSeed(t)
 	t.Logf("seed %d (replay with RJTEST_SEED=%d)", seed, seed)
 	ref := frcReference(t, bin, "embedded")
 	timing := frcSetup(t, bin, "embedded")
