@@ -54,6 +54,13 @@ type Agency struct {
 	// Periods are the month's periods this statement covers, ascending:
 	// the audit chain from a statement line down to the period files.
 	Periods []PeriodRef
+	// Doc is what makes the statement a document an accountant files
+	// (version 4): number, who bills whom, dates, terms, locale. A
+	// statement rendered without one (zero Doc) prints as before v4.
+	Doc Document
+	// Rates are the commission applied per rate: one line per currency,
+	// rate and run of days at that rate, sorted by currency then From.
+	Rates []RateLine
 	// LegacyChain is set for a statement published before the audit chain
 	// named each period by its content digest: its files name each period
 	// revision by its manifest's sha256 (PeriodRef.ManifestSHA256) and its
@@ -107,4 +114,55 @@ type PeriodRef struct {
 	// ManifestSHA256 is the sha256 of that manifest's bytes: what a
 	// LegacyChain statement prints instead of the digest.
 	ManifestSHA256 string
+}
+
+// Document is what SPEC section 7 (version 4) adds to a statement: the
+// parties, the statement number, the dates and terms, and the locale it is
+// written in. Every field is a function of the record and the config the
+// close read (the directory, statements.issuer), never of the clock, so
+// that the same content renders to the same bytes.
+type Document struct {
+	// Number is unique per issuer and stable across a month's draft
+	// revisions (docs/statements.md, Statement numbers).
+	Number string
+	// Issuer is statements.issuer; Recipient the agency's directory entry.
+	// A Recipient the directory lacks has the agency id as LegalName and
+	// Listed false.
+	Issuer, Recipient Party
+	Listed            bool
+	// Locale is the BCP 47 tag the document's wording, numbers and dates
+	// follow ("en" when the directory gives none).
+	Locale string
+	// IssueDate is YYYY-MM-DD in the statement's zone: for a final, the
+	// day of its close; for a draft, "as of" the last day its periods
+	// reach. DueDate is IssueDate + PaymentTermsDays.
+	IssueDate, DueDate string
+	PaymentTermsDays   int
+	// PaymentInstructions is the issuer's free text (bank, the reference
+	// to quote).
+	PaymentInstructions string
+	// Logo is the issuer's PNG, or nil.
+	Logo []byte
+}
+
+// Party is who issues or receives a statement.
+type Party struct {
+	LegalName string
+	Address   []string // lines
+	Country   string   // ISO 3166-1 alpha-2, may be empty
+	TaxID     string
+	Contact   string   // e-mail or phone (the issuer's)
+	Emails    []string // billing addresses (the recipient's)
+}
+
+// RateLine is the commission applied at one rate in one currency over a
+// run of the month's days: Base is the net amount priced at BPS and
+// Commission what it earned (the sum of the line commissions, so not
+// necessarily Base*BPS/10000 to the unit).
+type RateLine struct {
+	Currency   money.Currency
+	BPS        int32
+	From, To   string // first and last day (YYYY-MM-DD in the statement's zone) at this rate
+	Base       money.Total
+	Commission money.Total
 }
