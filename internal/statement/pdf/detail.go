@@ -65,7 +65,7 @@ func (d *sheet) chart() {
 	}
 	best := d.s.Lines[0]
 	for _, l := range d.s.Lines[1:] {
-		if math.Abs(commissionOf(l.Commission)) > math.Abs(commissionOf(best.Commission)) {
+		if math.Abs(units(l.Currency, l.Commission)) > math.Abs(units(best.Currency, best.Commission)) {
 			best = l
 		}
 	}
@@ -83,7 +83,7 @@ func (d *sheet) chart() {
 		if err != nil || n < 1 || n > ndays {
 			continue
 		}
-		vals[n] = commissionOf(day.Commission)
+		vals[n] = units(c, day.Commission)
 		hi, lo = max(hi, vals[n]), min(lo, vals[n])
 	}
 	step := niceStep((hi-lo)/4, c.Digits)
@@ -132,6 +132,10 @@ func (d *sheet) chart() {
 	d.text(colText)
 	f.SetY(y0 + docPlotH + 6)
 }
+
+// units is t in whole units of c, for drawing and comparing only: never
+// for arithmetic on money.
+func units(c money.Currency, t money.Total) float64 { return commissionOf(t) / math.Pow10(c.Digits) }
 
 // niceStep is the gridline step for about raw per line: 1, 2, 2.5 or 5
 // times a power of ten, at least one minor unit of a currency with digits
@@ -251,7 +255,7 @@ func (d *sheet) appendix() {
 	d.cell(contentW, 6, d.l.T("sec.appendix"), "L", false)
 	d.f.Ln(7)
 	d.note(d.l.T("appendix.intro"))
-	d.note(d.tn("appendix.periods", len(d.s.Periods), "n", d.l.Int(int64(len(d.s.Periods)))))
+	d.note(d.tn("appendix.periods", len(d.s.Periods)))
 	if len(all) == 0 {
 		return
 	}

@@ -4,8 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
+		"strings"
 	"time"
 
 	"github.com/go-pdf/fpdf"
@@ -136,15 +135,8 @@ func (d *sheet) name(n string) string {
 	return n
 }
 
-// tn is the catalog's plural text for key and n.
-func (d *sheet) tn(key string, n int, args ...string) string {
-	if p, ok := any(d.l).(interface {
-		TN(key string, n int, args ...string) string
-	}); ok {
-		return p.TN(key, n, args...)
-	}
-	return d.l.T(key, append([]string{"n", strconv.Itoa(n)}, args...)...)
-}
+// tn is the catalog's plural text for key and n ({n} filled in).
+func (d *sheet) tn(key string, n int, args ...string) string { return d.l.TN(key, int64(n), args...) }
 
 func (d *sheet) text(c rgb) { d.f.SetTextColor(c.r, c.g, c.b) }
 func (d *sheet) fill(c rgb) { d.f.SetFillColor(c.r, c.g, c.b) }

@@ -143,7 +143,7 @@ func (d *sheet) facts() {
 		{d.l.T("doc.month"), d.l.Month(d.s.Month)},
 		{issue, d.l.Date(doc.IssueDate)},
 		{d.l.T("doc.due_date"), d.l.Date(doc.DueDate)},
-		{d.l.T("doc.terms"), d.tn("doc.terms_days", doc.PaymentTermsDays, "days", d.l.Int(int64(doc.PaymentTermsDays)))},
+		{d.l.T("doc.terms"), d.tn("doc.terms_days", doc.PaymentTermsDays)},
 	}
 	y := f.GetY()
 	w := contentW / float64(len(facts))

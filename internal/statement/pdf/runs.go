@@ -201,6 +201,10 @@ func (d *sheet) para(x, w, lineH float64, s string) {
 	d.f.SetX(x)
 }
 
+// noLineStart are the characters a Japanese or Chinese line does not
+// start with (closing brackets and punctuation, small kana: kinsoku).
+const noLineStart = "、。，．・：；？！）］｝〕〉》」』】〙〗〟’”ゝゞーァィゥェォッャュョヮヵヶぁぃぅぇぉっゃゅょゎゕゖ々〻"
+
 // wrap breaks s into lines of at most w millimetres: at spaces, and
 // between any two ideographs or kana (which are not separated by spaces).
 func (d *sheet) wrap(s string, w float64) []string {
@@ -215,7 +219,7 @@ func (d *sheet) wrap(s string, w float64) []string {
 		case r == ' ':
 			tokens = append(tokens, s[start:i+1])
 			start = i + 1
-		case r >= 0x2E80 && i > start:
+		case r >= 0x2E80 && i > start && !strings.ContainsRune(noLineStart, r):
 			tokens = append(tokens, s[start:i])
 			start = i
 		}
