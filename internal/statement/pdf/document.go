@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-		"strings"
+	"strings"
 	"time"
 
 	"github.com/go-pdf/fpdf"

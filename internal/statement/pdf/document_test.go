@@ -19,7 +19,7 @@ import (
 
 // Fonts from Debian packages (scripts/tools.sh installs them).
 const (
-	fontJa     = "/usr/share/fonts/opentype/ipafont-gothic/ipag.ttf"          // fonts-ipafont-gothic
+	fontJa     = "/usr/share/fonts/opentype/ipafont-gothic/ipag.ttf"         // fonts-ipafont-gothic
 	fontCJK    = "/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf" // fonts-droid-fallback
 	fontKo     = "/usr/share/fonts/truetype/nanum/NanumGothic.ttf"           // fonts-nanum
 	fontDejaVu = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"           // fonts-dejavu-core
