@@ -144,7 +144,8 @@ func (l *Locale) TN(key string, n int64, args ...string) string {
 	if abs < 0 {
 		abs = -abs
 	}
-	if plural.Cardinal.MatchPlural(l.tag, int(abs), 0, 0, 0, 0) == plural.One {
+	// abs < 0 only for math.MinInt64, which is no singular.
+	if abs >= 0 && plural.Cardinal.MatchPlural(l.tag, int(abs), 0, 0, 0, 0) == plural.One {
 		if text, ok := l.text(key + ".one"); ok {
 			return fill(text, args)
 		}

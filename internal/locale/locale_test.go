@@ -2,6 +2,7 @@ package locale
 
 import (
 	"errors"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -164,6 +165,7 @@ func TestTN(t *testing.T) {
 		{"pt-PT", 0, "0 períodos"}, {"pt-BR", 0, "0 período"},
 		{"ja", 1, "1期間"}, {"ja", 3, "3期間"},
 		{"es", 1, "1 periodo"}, {"es", -1, "-1 periodo"},
+		{"en", math.MinInt64, "-9,223,372,036,854,775,808 periods"},
 	}
 	for _, tc := range tests {
 		if got := mustParse(t, tc.tag).TN("appendix.periods", tc.n); got != tc.want {

@@ -63,10 +63,9 @@ func deriveNumbers(tag language.Tag) *numbers {
 		}
 	}
 	// Extensions (-u-nu-latn) do not change the tables' values.
-	if b, s, r := tag.Raw(); true {
-		if bare, err := language.Compose(b, s, r); err == nil {
-			tag = bare
-		}
+	b, s, r := tag.Raw()
+	if bare, err := language.Compose(b, s, r); err == nil {
+		tag = bare
 	}
 	n.minGrouping = lookup(tag, minGroupingDigits, 1)
 	pos := lookup(tag, currencyPosition, before)
