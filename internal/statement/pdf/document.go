@@ -51,6 +51,11 @@ type sheet struct {
 	// The current font as requested: family, style, size in points.
 	family, style string
 	size          float64
+	// set is the font fpdf has (apply).
+	set struct {
+		family, style string
+		size          float64
+	}
 }
 
 // Render writes s as a PDF to w: a statement without a Doc.Number (from
@@ -199,6 +204,7 @@ func (d *sheet) furniture() {
 	foot := d.l.T("doc.title") + " " + doc.Number
 	for p := 1; p <= n; p++ {
 		d.f.SetPage(p)
+		d.set.family = "" // the page's content stream has its own last font
 		d.draw(colRule)
 		d.text(colMuted)
 		d.font(familyDoc, "", 7.5)

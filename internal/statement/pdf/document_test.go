@@ -326,6 +326,14 @@ func BenchmarkRenderDocument(b *testing.B) {
 	benchmarkDocument(b, document(b, "en", "Sunrise Travel Ltd", "221B Baker Street", "London NW1 6XE"), nil)
 }
 
+// BenchmarkRenderDocumentDay is BenchmarkRenderDay's statement (one day,
+// 24 periods) as an en document.
+func BenchmarkRenderDocumentDay(b *testing.B) {
+	s := document(b, "en", "Sunrise Travel Ltd", "221B Baker Street", "London NW1 6XE")
+	s.Days, s.Periods, s.Adjustments = s.Days[:3], s.Periods[:24], nil
+	benchmarkDocument(b, s, nil)
+}
+
 func BenchmarkRenderDocumentJa(b *testing.B) {
 	benchmarkDocument(b, document(b, "ja", "東京トラベル", "〒100-0005", "東京都千代田区丸の内1-1-1"),
 		[]string{requireFont(b, fontJa, "fonts-ipafont-gothic")})
@@ -337,6 +345,7 @@ func benchmarkDocument(b *testing.B, s *statement.Agency, fonts []string) {
 		b.Fatal(err)
 	}
 	var size int
+	cpu := testenv.ProcessCPU()
 	for b.Loop() {
 		var buf bytes.Buffer
 		if err := r.Render(&buf, s); err != nil {
@@ -345,4 +354,5 @@ func benchmarkDocument(b *testing.B, s *statement.Agency, fonts []string) {
 		size = buf.Len()
 	}
 	b.ReportMetric(float64(size), "bytes/pdf")
+	b.ReportMetric(float64(testenv.ProcessCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
 }

@@ -1,7 +1,7 @@
 package pdf
 
 import (
-	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -109,10 +109,10 @@ func (d *sheet) runs(s string) []piece {
 // use selects the font of a run in the current family, style and size.
 func (d *sheet) use(r piece) {
 	if r.font < 0 {
-		d.f.SetFont(d.family, d.style, d.size)
+		d.apply(d.family, d.style, d.size)
 		return
 	}
-	fam := fmt.Sprintf("x%d", r.font)
+	fam := extraFamily(r.font)
 	if !d.added[r.font] {
 		// Only a document whose text needs the font embeds it (a subset).
 		// A copy: fpdf writes into the bytes while it cuts the subset.
@@ -120,26 +120,34 @@ func (d *sheet) use(r piece) {
 		d.f.AddUTF8FontFromBytesSum(fam, "", append([]byte(nil), e.ttf...), e.sum)
 		d.added[r.font] = true
 	}
-	d.f.SetFont(fam, "", d.size)
+	d.apply(fam, "", d.size)
+}
+
+// extraFamily is the family name of the i-th configured font.
+func extraFamily(i int) string { return "x" + strconv.Itoa(i) }
+
+// apply sets fpdf's font unless it is already that one: every SetFont
+// writes an operator into the page.
+func (d *sheet) apply(family, style string, size float64) {
+	if d.set.family == family && d.set.style == style && d.set.size == size {
+		return
+	}
+	d.set.family, d.set.style, d.set.size = family, style, size
+	d.f.SetFont(family, style, size)
 }
 
 // font selects the family, style and size of what follows.
 func (d *sheet) font(family, style string, size float64) {
 	d.family, d.style, d.size = family, style, size
-	d.f.SetFont(family, style, size)
+	d.apply(family, style, size)
 }
 
 // widthOf is the width of rs in millimetres at the current size.
 func (d *sheet) widthOf(rs []piece) float64 {
 	w := 0.0
 	for _, r := range rs {
-		if r.font >= 0 {
-			d.use(r)
-		}
+		d.use(r)
 		w += d.f.GetStringWidth(r.text)
-		if r.font >= 0 {
-			d.f.SetFont(d.family, d.style, d.size)
-		}
 	}
 	return w
 }
@@ -158,14 +166,10 @@ func (d *sheet) cell(w, h float64, s, align string, fill bool) {
 	tw := d.widthOf(rs)
 	for d.size > 2 && tw > avail {
 		d.size -= 0.25
-		d.f.SetFontSize(d.size)
 		tw = d.widthOf(rs)
 	}
 	d.put(x, y, w, h, rs, tw, align)
-	if d.size != size {
-		d.size = size
-		d.f.SetFontSize(size)
-	}
+	d.size = size
 	d.f.SetXY(x+w, y)
 }
 
@@ -187,7 +191,6 @@ func (d *sheet) put(x, y, w, h float64, rs []piece, tw float64, align string) {
 		d.f.Text(tx, base, r.text)
 		tx += d.f.GetStringWidth(r.text)
 	}
-	d.f.SetFont(d.family, d.style, d.size)
 }
 
 // para writes s from the left margin x, wrapped at width w, lineH per
