@@ -182,8 +182,8 @@ func (d *sheet) instant(ts string) string {
 func (d *sheet) amountsDue() {
 	f := d.f
 	doc := d.s.Doc
-	agency := d.name(doc.Recipient.LegalName)
-	issuer := doc.Issuer.LegalName
+	agency := strings.TrimSpace(d.name(doc.Recipient.LegalName))
+	issuer := strings.TrimSpace(doc.Issuer.LegalName)
 	if issuer == "" || shaped(issuer) {
 		issuer = "—"
 	}
@@ -194,7 +194,9 @@ func (d *sheet) amountsDue() {
 		case 1:
 			lines = append(lines, d.l.T("doc.owes", "payer", agency, "payee", issuer, "amount", d.l.Money(c, due), "date", d.l.Date(doc.DueDate)))
 		case -1:
-			lines = append(lines, d.l.T("doc.credit", "payer", issuer, "payee", agency, "amount", d.l.Money(c, due.Neg())))
+			// The catalogs name the roles as in doc.owes (the agency pays
+			// the issuer) and say that the payee owes the payer.
+			lines = append(lines, d.l.T("doc.credit", "payer", agency, "payee", issuer, "amount", d.l.Money(c, due.Neg())))
 		default:
 			lines = append(lines, d.l.T("doc.nothing_due", "currency", c.Code))
 		}

@@ -44,8 +44,9 @@ func shaped(s string) bool {
 	return false
 }
 
-// prep is s composed (NFC) with white space as spaces and every control
-// character and invalid byte as Replacement.
+// prep is s composed (NFC) with white space as spaces, invisible format
+// characters left out, and every control character and invalid byte as
+// Replacement.
 func prep(s string) string {
 	ascii := true
 	for i := 0; i < len(s); i++ {
@@ -64,6 +65,9 @@ func prep(s string) string {
 		switch {
 		case r == '\t' || r == '\n' || r == '\r':
 			b.WriteByte(' ')
+		case unicode.Is(unicode.Cf, r) || r >= 0xFE00 && r <= 0xFE0F:
+			// Invisible: format characters (zero-width space and joiners,
+			// bidi controls, soft hyphen) and variation selectors.
 		case r == utf8.RuneError || unicode.IsControl(r):
 			b.WriteRune(Replacement)
 		default:
