@@ -98,7 +98,13 @@ func (d *sheet) chart() {
 	d.font(familyDoc, "", 6.5)
 	d.text(colMuted)
 	d.draw(colRule)
+	if hi == 0 && lo == 0 {
+		bottom, top = 0, step // only the zero line, labelled
+	}
 	for k := math.Round(bottom / step); k*step <= top+step/2; k++ {
+		if hi == 0 && lo == 0 && k != 0 {
+			continue
+		}
 		v := k * step
 		gy := yOf(v)
 		if k == 0 {
@@ -110,7 +116,7 @@ func (d *sheet) chart() {
 		d.cell(docLabelW-1, 4, d.axisLabel(c, k, step), "R", false)
 	}
 	if hi == 0 && lo == 0 {
-		f.SetXY(x0, y0+docPlotH/2-6)
+		f.SetXY(x0, y0+docPlotH/2-2)
 		d.cell(plotW, 4, d.l.T("chart.no_activity"), "C", false)
 	}
 	slot := plotW / float64(ndays)
@@ -171,9 +177,9 @@ func (d *sheet) days() {
 	}
 	d.heading(d.l.T("sec.days"), 20)
 	cols := []column{
-		{d.l.T("col.date"), 32, "L"}, {d.l.T("col.currency"), 16, "L"}, {d.l.T("col.purchases"), 18, "R"},
-		{d.l.T("col.refunds"), 16, "R"}, {d.l.T("col.gross"), 26, "R"}, {d.l.T("col.refund_amount"), 26, "R"},
-		{d.l.T("col.net"), 26, "R"}, {d.l.T("col.commission"), 26, "R"},
+		{d.l.T("col.date"), 28, "L"}, {d.l.T("col.currency"), 14, "L"}, {d.l.T("col.purchases"), 18, "R"},
+		{d.l.T("col.refunds"), 20, "R"}, {d.l.T("col.gross"), 26.5, "R"}, {d.l.T("col.refund_amount"), 26.5, "R"},
+		{d.l.T("col.net"), 26.5, "R"}, {d.l.T("col.commission"), 26.5, "R"},
 	}
 	rows := make([][]string, len(d.s.Days))
 	shaded := make([]bool, len(d.s.Days))
