@@ -92,8 +92,9 @@ type raw struct {
 	address, emails                              []string
 }
 
-// add checks r, read at row, and adds it to the directory.
-func (c *collector) add(row string, r raw) {
+// add checks r, read at row (at, shorter, names it in a duplicate's
+// message), and adds it to the directory.
+func (c *collector) add(row, at string, r raw) {
 	n := len(c.errs) + c.more
 	if reason := agencyIDProblem(r.id); reason != "" {
 		c.fail(row, "agency_id", r.id, reason)
@@ -138,7 +139,7 @@ func (c *collector) add(row string, r raw) {
 		e.PaymentTermsDays, e.HasTerms = days, true
 	}
 	if _, seen := c.rows[r.id]; !seen {
-		c.rows[r.id] = row
+		c.rows[r.id] = at
 	}
 	if len(c.errs)+c.more == n {
 		c.entries[r.id] = e
