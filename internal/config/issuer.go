@@ -139,7 +139,7 @@ func textProblem(s string, max int, multiline bool) string {
 // The directory is not parsed here: it is read at the close.
 func (d *decoder) checkStatementFiles(c *Config) {
 	s := &c.Statements
-	if s.Directory != "" && !strings.HasPrefix(s.Directory, "s3://") {
+	if s.Directory != "" && !strings.HasPrefix(s.Directory, "s3://") && !d.failed("statements.directory") {
 		d.checkFile("statements.directory", d.str("statements.directory"), s.Directory, nil)
 	}
 	if s.Issuer.Logo != "" {
@@ -149,6 +149,16 @@ func (d *decoder) checkStatementFiles(c *Config) {
 	for i, f := range s.Fonts {
 		d.checkFile("statements.fonts", written[i], f, nil)
 	}
+}
+
+// failed reports whether key already has an error.
+func (d *decoder) failed(key string) bool {
+	for _, e := range d.errs {
+		if ce, ok := e.(*Error); ok && ce.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // checkFile reports a file p (written as value) that is not a readable
