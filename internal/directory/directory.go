@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -75,6 +76,11 @@ func (d *Directory) Source() string {
 	return d.source
 }
 
+// MaxSize is the largest directory file Load reads: 64 MiB, some 500,000
+// agencies in CSV. A Getter should refuse larger objects (s3sink.GetObjectBytes
+// with max MaxSize).
+const MaxSize = 64 << 20
+
 // Getter reads an S3 object's bytes. The caller builds it on its S3
 // client; this package does not depend on the AWS SDK.
 type Getter func(ctx context.Context, bucket, key string) ([]byte, error)
@@ -97,15 +103,33 @@ func Load(ctx context.Context, source string, get Getter) (*Directory, error) {
 		}
 		data = b
 	} else {
-		b, err := os.ReadFile(source)
+		b, err := readFile(source)
 		if err != nil {
 			return nil, fmt.Errorf("directory %s: %w", source, err)
 		}
 		data = b
+	}
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("directory %s: %w: larger than %d MiB", source, ErrInvalid, MaxSize>>20)
 	}
 	d, err := Parse(source, data)
 	if err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// readFile reads the file p, refusing one larger than MaxSize before
+// reading it.
+func readFile(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }

@@ -179,6 +179,11 @@ func TestLoad(t *testing.T) {
 			t.Errorf("Load(%s) = %v, want %s", tc.source, err, tc.want)
 		}
 	}
+	big := func(context.Context, string, string) ([]byte, error) { return make([]byte, MaxSize+1), nil }
+	if _, err := Load(ctx, "s3://bucket/big.csv", big); err == nil || !errors.Is(err, ErrInvalid) ||
+		err.Error() != "directory s3://bucket/big.csv: invalid agency directory: larger than 64 MiB" {
+		t.Errorf("Load of a large object = %v", err)
+	}
 	if _, err := Load(ctx, "s3://bucket/a.csv", nil); err == nil {
 		t.Error("Load from S3 without a getter: no error")
 	}
