@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 )
@@ -104,6 +105,9 @@ func Load(ctx context.Context, source string, get Getter) (*Directory, error) {
 		data = b
 	} else {
 		b, err := readFile(source)
+		if pe, ok := err.(*fs.PathError); ok {
+			err = pe.Err // the path is the source
+		}
 		if err != nil {
 			return nil, fmt.Errorf("directory %s: %w", source, err)
 		}

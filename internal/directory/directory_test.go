@@ -169,7 +169,7 @@ func TestLoad(t *testing.T) {
 		source, want string
 		is           error
 	}{
-		{"testdata/none.csv", "directory testdata/none.csv: open testdata/none.csv: no such file or directory", fs.ErrNotExist},
+		{"testdata/none.csv", "directory testdata/none.csv: no such file or directory", fs.ErrNotExist},
 		{"s3://bucket/missing.yaml", "directory s3://bucket/missing.yaml: NoSuchKey", nil},
 		{"s3://bucket", "directory s3://bucket: invalid agency directory: want s3://BUCKET/KEY", ErrInvalid},
 		{"testdata/bad-email.csv", `directory testdata/bad-email.csv: row 5: emails: "bob@": mail: missing '@' or angle-addr`, ErrInvalid},
