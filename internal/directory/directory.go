@@ -35,7 +35,8 @@ type Entry struct {
 	TaxID   string
 	// Emails are bare addresses (no display name), in order; nil when none.
 	Emails []string
-	// Locale is a well-formed BCP 47 tag as written ("fr-FR", "ja"), or "".
+	// Locale is a well-formed BCP 47 tag in its canonical form ("fr-FR"
+	// for "fr-fr", "ja"), or "".
 	Locale string
 	// PaymentTermsDays is the agency's own payment terms in days, when
 	// HasTerms; else the issuer's apply.

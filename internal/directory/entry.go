@@ -16,7 +16,8 @@ import (
 // maxErrors is how many errors Parse reports before "and N more".
 const maxErrors = 20
 
-// MaxTermsDays bounds payment_terms.
+// MaxTermsDays bounds payment_terms (as it bounds the issuer's,
+// statements.issuer.payment_terms).
 const MaxTermsDays = 365
 
 // Error is one bad value of a directory file: the file, where in it
@@ -27,7 +28,7 @@ type Error struct {
 	File, Row, Field, Value, Reason string
 }
 
-// Error returns e.g. `directory agencies.csv: row 4: emails: "bob@": mail: no angle-addr`.
+// Error returns e.g. `directory agencies.csv: row 4: emails: "bob@": mail: missing '@' or angle-addr`.
 func (e *Error) Error() string {
 	s := "directory " + e.File + ": "
 	if e.Row != "" {
