@@ -38,8 +38,4 @@ func pdfRenderer(fonts []string) monthclose.Renderer {
 }
 
 // statementFonts is statements.fonts.
-//
-// TODO(issue 32, statements.fonts): return cfg.Statements.Fonts once
-// config.Statements has it (branch h1, not on main yet); until then
-// statements print with the embedded Go fonts only.
-func statementFonts(*config.Config) []string { return nil }
+func statementFonts(cfg *config.Config) []string { return cfg.Statements.Fonts }
