@@ -343,6 +343,14 @@ func BenchmarkRenderDocumentDay(b *testing.B) {
 	benchmarkDocument(b, s, nil)
 }
 
+// BenchmarkRenderDocumentDayJa is BenchmarkRenderDocumentDay for the ja
+// agency with the IPA font.
+func BenchmarkRenderDocumentDayJa(b *testing.B) {
+	s := document(b, "ja", "東京トラベル", "〒100-0005", "東京都千代田区丸の内1-1-1")
+	s.Days, s.Periods, s.Adjustments = s.Days[:3], s.Periods[:24], nil
+	benchmarkDocument(b, s, []string{requireFont(b, fontJa, "fonts-ipafont-gothic")})
+}
+
 func BenchmarkRenderDocumentJa(b *testing.B) {
 	benchmarkDocument(b, document(b, "ja", "東京トラベル", "〒100-0005", "東京都千代田区丸の内1-1-1"),
 		[]string{requireFont(b, fontJa, "fonts-ipafont-gothic")})
