@@ -51,6 +51,9 @@ type sheet struct {
 	// The current font as requested: family, style, size in points.
 	family, style string
 	size          float64
+	// auto: a line's direction is that of its first strong character (a
+	// party's name and address), else left to right (see visual).
+	auto bool
 	// set is the font fpdf has (apply).
 	set struct {
 		family, style string
@@ -134,7 +137,7 @@ func newSheet(s *statement.Agency, month time.Time, fonts []docFont, extras []*e
 // name is a party's name as printed: the agency id when the name is
 // empty or needs shaping (see needsShaping).
 func (d *sheet) name(n string) string {
-	if strings.TrimSpace(n) == "" || shaped(n) {
+	if strings.TrimSpace(n) == "" || d.unprintable(n) {
 		return d.s.AgencyID
 	}
 	return n

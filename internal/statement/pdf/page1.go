@@ -100,6 +100,8 @@ func (d *sheet) stamp() {
 // returns the y below the block.
 func (d *sheet) party(x, y float64, label string, p statement.Party, extra []string, shown string, bold bool) float64 {
 	f := d.f
+	d.auto = true
+	defer func() { d.auto = false }()
 	f.SetXY(x, y)
 	d.font(familyDoc, "B", 7.5)
 	d.text(colMuted)
@@ -120,7 +122,7 @@ func (d *sheet) party(x, y float64, label string, p statement.Party, extra []str
 	}
 	for _, l := range append(lines, extra...) {
 		for _, part := range strings.Split(l, "\n") {
-			if strings.TrimSpace(part) == "" || shaped(part) {
+			if strings.TrimSpace(part) == "" || d.unprintable(part) {
 				continue
 			}
 			d.para(x, partyW, 4, part)
@@ -184,7 +186,7 @@ func (d *sheet) amountsDue() {
 	doc := d.s.Doc
 	agency := strings.TrimSpace(d.name(doc.Recipient.LegalName))
 	issuer := strings.TrimSpace(doc.Issuer.LegalName)
-	if issuer == "" || shaped(issuer) {
+	if issuer == "" || d.unprintable(issuer) {
 		issuer = "—"
 	}
 	var lines []string
@@ -231,7 +233,7 @@ func (d *sheet) instructions() {
 	d.f.Ln(4.6)
 	d.font(familyDoc, "", 8.5)
 	for _, line := range strings.Split(doc.PaymentInstructions, "\n") {
-		if strings.TrimSpace(line) != "" && !shaped(line) {
+		if strings.TrimSpace(line) != "" && !d.unprintable(line) {
 			d.para(marginX, contentW, 4.2, line)
 		}
 	}

@@ -26,22 +26,13 @@ type piece struct {
 // Hebrew, the Indic scripts, ...): the PDF writer places one glyph per
 // rune left to right, which would print them wrong. Text with such a rune
 // falls back as docs/statements.md says (the agency id instead of a name,
-// an address line left out), never as wrong or missing glyphs.
+// an address line left out), never as wrong or missing glyphs; but Hebrew
+// letters, which do not join, print in visual order (rtl.go).
 func needsShaping(r rune) bool {
 	return r >= 0x0590 && unicode.In(r, unicode.Hebrew, unicode.Arabic, unicode.Syriac, unicode.Thaana, unicode.Nko,
 		unicode.Samaritan, unicode.Mandaic, unicode.Devanagari, unicode.Bengali, unicode.Gurmukhi, unicode.Gujarati,
 		unicode.Oriya, unicode.Tamil, unicode.Telugu, unicode.Kannada, unicode.Malayalam, unicode.Sinhala,
 		unicode.Thai, unicode.Lao, unicode.Tibetan, unicode.Myanmar, unicode.Khmer, unicode.Mongolian)
-}
-
-// shaped reports whether s has a rune that needsShaping.
-func shaped(s string) bool {
-	for _, r := range s {
-		if needsShaping(r) {
-			return true
-		}
-	}
-	return false
 }
 
 // prep is s composed (NFC) with white space as spaces, invisible format
@@ -79,12 +70,15 @@ func prep(s string) string {
 
 // runs splits s (prepared) into runs by font.
 func (d *sheet) runs(s string) []piece {
-	s = prep(s)
+	s = visual(prep(s), d.auto)
 	var out []piece
 	var b strings.Builder
 	cur := -1
 	for _, r := range s {
 		font := -1
+		if needsShaping(r) && !hebrewLetter(r) {
+			r = Replacement // never drawn unshaped (an agency id in such a script)
+		}
 		if !glyphs.has[r] {
 			font = -2
 			for i, e := range d.extras {
