@@ -199,10 +199,9 @@ func (d *sheet) statusWord() string {
 func (d *sheet) furniture() {
 	n := d.f.PageCount()
 	doc := d.s.Doc
-	head := d.name(doc.Issuer.LegalName) + " · " + doc.Number + " · " + d.name(doc.Recipient.LegalName) + " · " +
-		d.l.Month(d.s.Month) + " · " + d.statusWord()
-	if doc.Issuer.LegalName == "" {
-		head = doc.Number + " · " + d.name(doc.Recipient.LegalName) + " · " + d.l.Month(d.s.Month) + " · " + d.statusWord()
+	head := doc.Number + " · " + d.name(doc.Recipient.LegalName) + " · " + d.l.Month(d.s.Month) + " · " + d.statusWord()
+	if iss := d.issuerName(); iss != "" {
+		head = iss + " · " + head
 	}
 	foot := d.l.T("doc.title") + " " + doc.Number
 	for p := 1; p <= n; p++ {

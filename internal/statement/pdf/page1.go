@@ -51,7 +51,7 @@ func (d *sheet) page1() {
 	f.Line(marginX, top-2, pageW-marginX, top-2)
 	iss := doc.Issuer
 	from := d.party(marginX, top, d.l.T("doc.from"), iss, []string{
-		labelled(d.l.T("doc.tax_id"), iss.TaxID), labelled(d.l.T("doc.contact"), iss.Contact)}, iss.LegalName, false)
+		labelled(d.l.T("doc.tax_id"), iss.TaxID), labelled(d.l.T("doc.contact"), iss.Contact)}, d.issuerName(), false)
 	rec := doc.Recipient
 	lines := []string{labelled(d.l.T("doc.tax_id"), rec.TaxID), labelled(d.l.T("doc.agency_id"), d.s.AgencyID)}
 	if !doc.Listed {
@@ -65,6 +65,15 @@ func (d *sheet) page1() {
 	d.instructions()
 	d.summary()
 	d.rates()
+}
+
+// issuerName is the issuer's legal name as printed: "" (left out) when it
+// cannot be printed (see needsShaping).
+func (d *sheet) issuerName() string {
+	if n := strings.TrimSpace(d.s.Doc.Issuer.LegalName); !d.unprintable(n) {
+		return n
+	}
+	return ""
 }
 
 // labelled is "label value", or "" when value is empty.
@@ -93,12 +102,12 @@ func (d *sheet) stamp() {
 	d.text(colText)
 }
 
-// party writes one party's block at (x, y), partyW wide: a label, the
-// legal name, the address, the country and extra lines (empty ones left
-// out). A name or address line in a script that needs shaping is not
-// printed (the name falls back to shown; address lines are left out). It
-// returns the y below the block.
-func (d *sheet) party(x, y float64, label string, p statement.Party, extra []string, shown string, bold bool) float64 {
+// party writes one party's block at (x, y), partyW wide: a label, shown
+// (the legal name as printed, in bold, large for the recipient), the
+// address, the country and extra lines (empty ones left out, and those
+// that cannot be printed: see needsShaping). It returns the y below the
+// block.
+func (d *sheet) party(x, y float64, label string, p statement.Party, extra []string, shown string, large bool) float64 {
 	f := d.f
 	d.auto = true
 	defer func() { d.auto = false }()
@@ -109,9 +118,9 @@ func (d *sheet) party(x, y float64, label string, p statement.Party, extra []str
 	f.SetXY(x, y+4.5)
 	d.text(colText)
 	if shown != "" {
-		d.font(familyDoc, "B", 11)
-		if !bold {
-			d.font(familyDoc, "B", 10)
+		d.font(familyDoc, "B", 10)
+		if large {
+			d.font(familyDoc, "B", 11)
 		}
 		d.para(x, partyW, 5, shown)
 	}
@@ -185,8 +194,8 @@ func (d *sheet) amountsDue() {
 	f := d.f
 	doc := d.s.Doc
 	agency := strings.TrimSpace(d.name(doc.Recipient.LegalName))
-	issuer := strings.TrimSpace(doc.Issuer.LegalName)
-	if issuer == "" || d.unprintable(issuer) {
+	issuer := d.issuerName()
+	if issuer == "" {
 		issuer = "—"
 	}
 	var lines []string
