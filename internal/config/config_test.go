@@ -43,7 +43,8 @@ func specDefaults() *Config {
 	c.Schedule.Location = time.UTC
 	c.Commission.Default = pricing.Schedule{{BPS: 1000}}
 	c.Commission.Agencies = map[string]pricing.Schedule{}
-	c.Statements = Statements{Timezone: "UTC", Location: time.UTC, CloseAfter: 3 * 24 * time.Hour, AgencyFiles: []string{"pdf", "csv"}}
+	c.Statements = Statements{Timezone: "UTC", Location: time.UTC, CloseAfter: 3 * 24 * time.Hour, AgencyFiles: []string{"pdf", "csv"},
+		Issuer: Issuer{Address: []string{}, PaymentTermsDays: 30, NumberPrefix: "billing-report"}, Fonts: []string{}}
 	c.Log.Level = "info"
 	c.Log.Format = "json"
 	return &c
@@ -122,7 +123,8 @@ func TestConfigFullFile(t *testing.T) {
 	want.Schedule.Cron, want.Schedule.Timezone, want.Schedule.Location = "@every 15m", "Europe/Paris", paris
 	want.Commission.Default = pricing.Schedule{{BPS: 0}}
 	want.Commission.Agencies = map[string]pricing.Schedule{}
-	want.Statements = Statements{Timezone: "Europe/Paris", Location: paris, CloseAfter: 5 * 24 * time.Hour, AgencyFiles: []string{"csv", "parquet"}}
+	want.Statements = Statements{Timezone: "Europe/Paris", Location: paris, CloseAfter: 5 * 24 * time.Hour, AgencyFiles: []string{"csv", "parquet"},
+		Issuer: Issuer{Address: []string{}, PaymentTermsDays: 30, NumberPrefix: "billing-report-eu-1"}, Fonts: []string{}}
 	want.Metrics.PushgatewayURL = "http://pushgateway:9091"
 	want.Log.Level, want.Log.Format, want.Log.FormatSet = "debug", "text", true
 	if !reflect.DeepEqual(c, &want) {

@@ -53,7 +53,7 @@ func parseCSV(name string, data []byte) (*Directory, error) {
 		line, _ := r.FieldPos(0)
 		row := fmt.Sprintf("row %d", line)
 		get := func(col string) string { return strings.TrimSpace(rec[index[col]]) }
-		c.add(row, raw{
+		c.add(row, row, raw{
 			id:        rec[index["agency_id"]],
 			legalName: get("legal_name"),
 			address:   splitList(strings.ReplaceAll(rec[index["address"]], "\r\n", "\n"), "\n"),

@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"strings"
 )
@@ -33,7 +35,8 @@ type Entry struct {
 	TaxID   string
 	// Emails are bare addresses (no display name), in order; nil when none.
 	Emails []string
-	// Locale is a well-formed BCP 47 tag as written ("fr-FR", "ja"), or "".
+	// Locale is a well-formed BCP 47 tag in its canonical form ("fr-FR"
+	// for "fr-fr", "ja"), or "".
 	Locale string
 	// PaymentTermsDays is the agency's own payment terms in days, when
 	// HasTerms; else the issuer's apply.
@@ -75,6 +78,11 @@ func (d *Directory) Source() string {
 	return d.source
 }
 
+// MaxSize is the largest directory file Load reads: 64 MiB, some 500,000
+// agencies in CSV. A Getter should refuse larger objects (s3sink.GetObjectBytes
+// with max MaxSize).
+const MaxSize = 64 << 20
+
 // Getter reads an S3 object's bytes. The caller builds it on its S3
 // client; this package does not depend on the AWS SDK.
 type Getter func(ctx context.Context, bucket, key string) ([]byte, error)
@@ -97,15 +105,36 @@ func Load(ctx context.Context, source string, get Getter) (*Directory, error) {
 		}
 		data = b
 	} else {
-		b, err := os.ReadFile(source)
+		b, err := readFile(source)
+		if pe, ok := err.(*fs.PathError); ok {
+			err = pe.Err // the path is the source
+		}
 		if err != nil {
 			return nil, fmt.Errorf("directory %s: %w", source, err)
 		}
 		data = b
+	}
+	if len(data) > MaxSize {
+		return nil, fmt.Errorf("directory %s: %w: larger than %d MiB", source, ErrInvalid, MaxSize>>20)
 	}
 	d, err := Parse(source, data)
 	if err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// readFile reads the file p, refusing one larger than MaxSize before
+// reading it.
+func readFile(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
 }

@@ -16,7 +16,8 @@ import (
 // maxErrors is how many errors Parse reports before "and N more".
 const maxErrors = 20
 
-// MaxTermsDays bounds payment_terms.
+// MaxTermsDays bounds payment_terms (as it bounds the issuer's,
+// statements.issuer.payment_terms).
 const MaxTermsDays = 365
 
 // Error is one bad value of a directory file: the file, where in it
@@ -27,7 +28,7 @@ type Error struct {
 	File, Row, Field, Value, Reason string
 }
 
-// Error returns e.g. `directory agencies.csv: row 4: emails: "bob@": mail: no angle-addr`.
+// Error returns e.g. `directory agencies.csv: row 4: emails: "bob@": mail: missing '@' or angle-addr`.
 func (e *Error) Error() string {
 	s := "directory " + e.File + ": "
 	if e.Row != "" {
@@ -92,8 +93,9 @@ type raw struct {
 	address, emails                              []string
 }
 
-// add checks r, read at row, and adds it to the directory.
-func (c *collector) add(row string, r raw) {
+// add checks r, read at row (at, shorter, names it in a duplicate's
+// message), and adds it to the directory.
+func (c *collector) add(row, at string, r raw) {
 	n := len(c.errs) + c.more
 	if reason := agencyIDProblem(r.id); reason != "" {
 		c.fail(row, "agency_id", r.id, reason)
@@ -138,7 +140,7 @@ func (c *collector) add(row string, r raw) {
 		e.PaymentTermsDays, e.HasTerms = days, true
 	}
 	if _, seen := c.rows[r.id]; !seen {
-		c.rows[r.id] = row
+		c.rows[r.id] = at
 	}
 	if len(c.errs)+c.more == n {
 		c.entries[r.id] = e

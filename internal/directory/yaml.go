@@ -66,13 +66,13 @@ func parseYAML(name string, data []byte) (*Directory, error) {
 			c.fail(row, "agencies."+k.Value, summary(v), "must be a mapping such as {legal_name: Acme Ltd}")
 			continue
 		}
-		c.yamlAgency(row, k.Value, v)
+		c.yamlAgency(row, fmt.Sprintf("line %d", k.Line), k.Value, v)
 	}
 	return c.result()
 }
 
 // yamlAgency reads one agency's mapping n.
-func (c *collector) yamlAgency(row, id string, n *yaml.Node) {
+func (c *collector) yamlAgency(row, at, id string, n *yaml.Node) {
 	r := raw{id: id}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -97,6 +97,9 @@ func (c *collector) yamlAgency(row, id string, n *yaml.Node) {
 		case "legal_name", "country", "tax_id", "locale", "payment_terms":
 			if v.Kind != yaml.ScalarNode {
 				c.fail(row, key, summary(v), "must be a single value, not a list or mapping")
+				if key == "legal_name" {
+					r.legalName = summary(v) // given: not also "required"
+				}
 				continue
 			}
 			s := strings.TrimSpace(scalar(v))
@@ -117,7 +120,7 @@ func (c *collector) yamlAgency(row, id string, n *yaml.Node) {
 				func(s string) bool { return s == "agency_id" })))
 		}
 	}
-	c.add(row, r) // with errors above, the entry is never returned
+	c.add(row, at, r) // with errors above, the entry is never returned
 
 }
 
