@@ -9,12 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/config"
+	"github.com/reportjob/reportjob/internal/directory"
 	"github.com/reportjob/reportjob/internal/embedded"
 	"github.com/reportjob/reportjob/internal/job"
 	lookups "github.com/reportjob/reportjob/internal/lookup"
@@ -80,7 +82,10 @@ func exitCode(err error) int {
 		return exitRejects
 	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, job.ErrBadRange),
 		errors.Is(err, job.ErrClockAhead), errors.Is(err, monthclose.ErrNotClosable),
-		errors.Is(err, monthclose.ErrZoneChanged), errors.Is(err, errSinkHasPeriods), errors.Is(err, lookups.ErrBadCursor):
+		errors.Is(err, monthclose.ErrZoneChanged), errors.Is(err, errSinkHasPeriods), errors.Is(err, lookups.ErrBadCursor),
+		// The agency directory is input like the config: invalid, or a
+		// local file that is gone.
+		errors.Is(err, directory.ErrInvalid), errors.Is(err, monthclose.ErrDocuments) && errors.Is(err, fs.ErrNotExist):
 		return exitUsage
 	case errors.Is(err, checkpoint.ErrLeaseHeld), errors.Is(err, embedded.ErrLocked):
 		return exitLeaseHeld
