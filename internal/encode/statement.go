@@ -12,13 +12,14 @@ import (
 	"github.com/reportjob/reportjob/internal/statement"
 )
 
-// statementRecord is one row of statements/month=M/statements-H.parquet
+// statementRecordNumbered is one row of statements/month=M/statements-H.parquet
 // and of an agency's statement-H.parquet: one agency's month in one
-// currency. Field order is column order. statementRecordV3 is the layout
-// before statement numbers (no statement_number column), written for a
-// month whose statements have none (published before them: a restore
-// gives their bytes again) and read back alike.
-type statementRecord struct {
+// currency. Field order is column order. statementRecord is the layout
+// before statement numbers (no statement_number column; its Go type name
+// is the file's schema name, so it keeps it), written for a month whose
+// statements have none (published before them: a restore gives their
+// bytes again) and read back alike.
+type statementRecordNumbered struct {
 	Month                  string   `parquet:"month"`
 	Status                 string   `parquet:"status"`
 	AgencyID               string   `parquet:"agency_id"`
@@ -35,7 +36,7 @@ type statementRecord struct {
 	StatementNumber        string   `parquet:"statement_number"`
 }
 
-type statementRecordV3 struct {
+type statementRecord struct {
 	Month                  string   `parquet:"month"`
 	Status                 string   `parquet:"status"`
 	AgencyID               string   `parquet:"agency_id"`
@@ -55,7 +56,7 @@ type statementRecordV3 struct {
 // (sorted by agency id, each's lines by currency) to w: with a
 // statement_number column unless no statement has a number.
 func WriteStatementsParquet(w io.Writer, stmts []*statement.Agency) error {
-	var recs []statementRecord
+	var recs []statementRecordNumbered
 	numbered := false
 	for _, s := range stmts {
 		numbered = numbered || s.Doc.Number != ""
@@ -63,7 +64,7 @@ func WriteStatementsParquet(w io.Writer, stmts []*statement.Agency) error {
 			d := decimals{cur: l.Currency, what: func() string {
 				return fmt.Sprintf("agency %q currency %s", s.AgencyID, l.Currency.Code)
 			}}
-			recs = append(recs, statementRecord{
+			recs = append(recs, statementRecordNumbered{
 				Month: s.Month, Status: string(s.Status), AgencyID: s.AgencyID, Currency: l.Currency.Code,
 				PurchaseCount: l.PurchaseCount, RefundCount: l.RefundCount,
 				Gross: d.d38("gross_amount", l.Gross), Refunds: d.d38("refund_amount", l.Refunds),
@@ -81,9 +82,9 @@ func WriteStatementsParquet(w io.Writer, stmts []*statement.Agency) error {
 	if numbered {
 		return writeAll(w, "statements", recs)
 	}
-	v3 := make([]statementRecordV3, len(recs))
+	v3 := make([]statementRecord, len(recs))
 	for i, r := range recs {
-		v3[i] = statementRecordV3{Month: r.Month, Status: r.Status, AgencyID: r.AgencyID, Currency: r.Currency,
+		v3[i] = statementRecord{Month: r.Month, Status: r.Status, AgencyID: r.AgencyID, Currency: r.Currency,
 			PurchaseCount: r.PurchaseCount, RefundCount: r.RefundCount, Gross: r.Gross, Refunds: r.Refunds, Net: r.Net,
 			Commission: r.Commission, PriorPeriodAdjustments: r.PriorPeriodAdjustments, CommissionDue: r.CommissionDue,
 			StatementRevision: r.StatementRevision}
@@ -107,15 +108,15 @@ func ReadStatementsParquet(r io.ReaderAt, size int64) ([]StatementRow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read statements parquet: %w", err)
 	}
-	var recs []statementRecord
+	var recs []statementRecordNumbered
 	if _, ok := pf.Schema().Lookup("statement_number"); ok {
-		recs, err = parquet.Read[statementRecord](r, size)
+		recs, err = parquet.Read[statementRecordNumbered](r, size)
 	} else {
-		var v3 []statementRecordV3
-		v3, err = parquet.Read[statementRecordV3](r, size)
-		recs = make([]statementRecord, len(v3))
+		var v3 []statementRecord
+		v3, err = parquet.Read[statementRecord](r, size)
+		recs = make([]statementRecordNumbered, len(v3))
 		for i, x := range v3 {
-			recs[i] = statementRecord{Month: x.Month, Status: x.Status, AgencyID: x.AgencyID, Currency: x.Currency,
+			recs[i] = statementRecordNumbered{Month: x.Month, Status: x.Status, AgencyID: x.AgencyID, Currency: x.Currency,
 				PurchaseCount: x.PurchaseCount, RefundCount: x.RefundCount, Gross: x.Gross, Refunds: x.Refunds, Net: x.Net,
 				Commission: x.Commission, PriorPeriodAdjustments: x.PriorPeriodAdjustments, CommissionDue: x.CommissionDue,
 				StatementRevision: x.StatementRevision}
