@@ -249,3 +249,37 @@ func TestStatementDocuments(t *testing.T) {
 		t.Errorf("month manifest without the final's issue date:\n%s", buf.String())
 	}
 }
+
+// The month's logo object lost with a PDF: restored from the configured
+// logo when it has the sha256 the month lists; named as lost when the
+// configured logo is another one (the PDF with it).
+func TestStatementLogoRestore(t *testing.T) {
+	f := newFixture(t)
+	f.c.Formats = monthclose.Formats{CSV: true, PDF: true}
+	f.c.RenderPDF = docRenderer
+	f.c.Docs = monthclose.Documents{Logo: func(context.Context) ([]byte, error) { return []byte("PNG-1"), nil }}
+	f.january()
+	pdf, body := f.pdfOf("acme", "2026-01")
+	logos := f.keys(report.MonthManifestPrefix("2026-01") + "logo-")
+	if len(logos) != 1 || f.raw(logos[0]) != "PNG-1" {
+		t.Fatalf("the month's logo: %v", logos)
+	}
+	lose := func() {
+		for _, k := range []string{pdf, logos[0]} {
+			if err := f.b.Delete(f.ctx, k); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	lose()
+	checks, err := f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, true)
+	if err != nil || checks[0].NotRepairable != "" || f.raw(pdf) != body || f.raw(logos[0]) != "PNG-1" {
+		t.Fatalf("repair with the same logo configured: %v %+v", err, checks)
+	}
+	lose()
+	f.c.Docs.Logo = func(context.Context) ([]byte, error) { return []byte("PNG-2"), nil }
+	checks, err = f.c.Verify(f.ctx, f.rec, []string{"2026-01"}, true)
+	if err != nil || !strings.Contains(checks[0].NotRepairable, pdf) || !strings.Contains(checks[0].NotRepairable, logos[0]) {
+		t.Fatalf("repair with another logo configured: %v %+v", err, checks)
+	}
+}
