@@ -246,3 +246,11 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseYAMLTooBig(t *testing.T) {
+	data := []byte("agencies:\n" + strings.Repeat("# padding padding padding padding padding padding\n", MaxYAMLSize/50+1))
+	_, err := Parse("big.yaml", data)
+	if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "write a directory this size as CSV") {
+		t.Fatalf("Parse(big.yaml) = %v, want ErrInvalid saying to use CSV", err)
+	}
+}

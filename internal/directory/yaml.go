@@ -12,11 +12,20 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
+// MaxYAMLSize is the largest YAML directory read: a YAML file is parsed
+// whole into a node tree (about 5 KB of memory per agency), so a large
+// directory must be CSV for a close to stay inside the memory target.
+const MaxYAMLSize = 4 << 20
+
 // parseYAML reads a YAML directory: a mapping "agencies:" from agency id
 // to the CSV's columns (address and emails as lists). An agency is named
 // by its id and the line of its key.
 func parseYAML(name string, data []byte) (*Directory, error) {
 	c := newCollector(name)
+	if len(data) > MaxYAMLSize {
+		c.fail("", "", "", fmt.Sprintf("%d bytes of YAML: at most %d (about 30,000 agencies), because YAML is read whole into a document tree (100,000 agencies took 520 MB); write a directory this size as CSV", len(data), MaxYAMLSize))
+		return c.result()
+	}
 	var doc yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
