@@ -30,7 +30,7 @@ func TestStatementDocumentsEmbedded(t *testing.T) {
 statements:
   timezone: UTC
   close_after: 1d
-  agency_files: [csv, parquet]
+  agency_files: [pdf, csv, parquet]
   directory: agencies.csv
   issuer: {legal_name: "Billing Co Ltd", address: ["1 Main Street", "London"], payment_terms: 30d, payment_instructions: "IBAN GB00", number_prefix: BILL}`
 	h := newHarness(t, harnessOptions{start: "2026-01-31", top: top})
@@ -112,6 +112,35 @@ statements:
 	if recipient(r.monthManifest("2026-01"), "acme") != "ACME Voyages SARL" || recipient(r.monthManifest("2026-02"), "acme") != "Someone Else" {
 		t.Errorf("acme's recipient: January %q, February %q", recipient(r.monthManifest("2026-01"), "acme"), recipient(r.monthManifest("2026-02"), "acme"))
 	}
+
+	// January's acme PDF lost: verify --repair makes it again from the
+	// month's record (not from today's directory and issuer) byte for
+	// byte.
+	cfg, err := os.ReadFile(h.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(h.config, bytes.Replace(cfg, []byte("Billing Co Ltd"), []byte("Another Issuer Ltd"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := h.objects()
+	var pdf string
+	for _, f := range r.monthManifest("2026-01").Files {
+		if strings.HasPrefix(f.Key, report.AgencyMonthPrefix("acme", "2026-01")) && strings.HasSuffix(f.Key, ".pdf") {
+			pdf = f.Key
+		}
+	}
+	if err := h.sink().Delete(t.Context(), pdf); err != nil {
+		t.Fatal(err)
+	}
+	verify := []string{"verify", "--from", "2026-01-31T00:00:00Z", "--to", "2026-02-01T00:00:00Z", "--now", "2026-02-01T01:10:00Z"}
+	if sum, out := r.cli(exitDiffers, append(verify, "--repair")...); sum["status"] != "repaired" || strings.Contains(out, "NOT repairable") {
+		t.Fatalf("verify --repair of January's lost PDF: %v\n%s", sum, out)
+	}
+	if got := h.objects()[pdf]; got == "" || got != before[pdf] {
+		t.Errorf("January's acme PDF after the repair: sha256 %q, want %q", got, before[pdf])
+	}
+	r.cli(0, verify...)
 
 	// A bad row: the close stops, names it, and writes no statement.
 	writeDir("acme,ACME,,FR,,,fr-FR,15d\nbeta,Beta,,DE,,,not a locale!,\n")
