@@ -158,6 +158,20 @@ statements:
 	if got := string(h.read(h.sink(), report.MonthManifestKey("2026-02"))); got != febBefore {
 		t.Error("February's statements changed with a bad directory")
 	}
+	// The next run stops at its first close, before delivering anything;
+	// once the directory is fixed, the statements catch up.
+	out = procRun(t, r.bin, h, nil, "run", "--now", "2026-02-01T03:05:00Z")
+	if bad = lastJSON(t, out.stdout); out.code != exitUsage || bad["periods_processed"] != float64(0) {
+		t.Errorf("the next run with the bad directory: exit %d %v, want exit 2 and nothing delivered", out.code, bad)
+	}
+	writeDir("acme,ACME,,FR,,,fr-FR,15d\nbeta,Beta,,DE,,,de-DE,\n")
+	if sum := r.run("2026-02-01T03:05:00Z", nil); sum["periods_processed"] != float64(1) || sum["statements_issued"] != float64(1) {
+		t.Errorf("the run after the fix: %v", sum)
+	}
+	if recipient(r.monthManifest("2026-02"), "beta") != "Beta" {
+		t.Errorf("February after the fix: beta is %q", recipient(r.monthManifest("2026-02"), "beta"))
+	}
+	r.check("after the fix")
 }
 
 // docNumbers checks that month m's manifest, each agency's statement CSV
