@@ -55,6 +55,9 @@ statements:
 	if sum["statements_unlisted_agencies"] != float64(1) {
 		t.Errorf("run summary: statements_unlisted_agencies %v, want 1 (zed)", sum["statements_unlisted_agencies"])
 	}
+	if st, _ := r.cli(0, "status", "--json"); fmt.Sprint(st["open_months"]) != "[map[closes_at:2026-02-02T00:00:00Z month:2026-01 statement_revision:1 statements_unlisted_agencies:1 status:draft]]" {
+		t.Errorf("status: open_months %v, want January with 1 unlisted agency", st["open_months"])
+	}
 	want := map[string]string{"acme": "BILL-202601-000001", "beta": "BILL-202601-000002", "zed": "BILL-202601-000003"}
 	docNumbers(t, h, "2026-01", want)
 

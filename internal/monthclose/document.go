@@ -77,6 +77,9 @@ type DocumentRecord struct {
 	IssueDate string `json:"issue_date,omitempty"`
 	// Directory is where the agency directory was read from ("" when none).
 	Directory string `json:"directory,omitempty"`
+	// UnlistedAgencies counts the month's agencies the directory lacks
+	// (named by their id); 0 without a directory.
+	UnlistedAgencies int `json:"unlisted_agencies,omitempty"`
 }
 
 // PartyRecord is a statement.Party in a month manifest.
@@ -183,6 +186,7 @@ func (c *Closer) fillDocuments(ctx context.Context, man, prev *Manifest, stmts [
 			}
 		} else if d.dir != nil {
 			d.unlisted[s.AgencyID] = true
+			rec.UnlistedAgencies++
 		}
 		setDates(s, rec.IssueDate, c.Loc)
 	}
