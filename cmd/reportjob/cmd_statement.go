@@ -27,6 +27,8 @@ type statementSummary struct {
 	Agencies          int      `json:"agencies"`
 	Adjustments       int      `json:"prior_period_adjustments"`
 	Manifest          string   `json:"manifest,omitempty"`
+	Agency            string   `json:"agency_id,omitempty"`        // with --number: whose statement it is
+	Number            string   `json:"statement_number,omitempty"` // with --agency or --number
 	Files             []string `json:"files,omitempty"`
 	Closed            bool     `json:"closed,omitempty"`
 	Error             string   `json:"error,omitempty"`
@@ -45,6 +47,7 @@ type statementLine struct {
 	PriorPeriodAdjustments string `json:"prior_period_adjustments"`
 	CommissionDue          string `json:"commission_due"`
 	StatementRevision      int32  `json:"statement_revision"`
+	StatementNumber        string `json:"statement_number,omitempty"` // none in a month published before numbers
 }
 
 func cmdStatement(ctx context.Context, c *cli, args []string) error {
@@ -53,13 +56,21 @@ func cmdStatement(ctx context.Context, c *cli, args []string) error {
 	agency := fs.String("agency", "", "only this agency, and list its files")
 	asJSON := fs.Bool("json", false, "one JSON object per line instead of the table")
 	closeM := fs.Bool("close", false, "finalise --month now, before statements.close_after (takes the lease)")
+	number := fs.String("number", "", "the statement with this number (PREFIX-YYYYMM-NNNNNN): its month and agency")
 	var now timeFlag
 	fs.Var(&now, "now", "fix the report clock (replay and tests)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	sum := statementSummary{Command: "statement", Job: c.cfg.JobName, Month: *month}
-	err := c.statement(ctx, &sum, *month, *agency, *asJSON, *closeM, now.t)
+	var err error
+	if *number != "" {
+		*month, err = c.numberMonth(*number, *month, *agency, *closeM)
+		sum.Month = *month
+	}
+	if err == nil {
+		err = c.statement(ctx, &sum, *month, *agency, *number, *asJSON, *closeM, now.t)
+	}
 	sum.Status = "ok"
 	if err != nil {
 		sum.Status, sum.Error = failureStatus(err), err.Error()
@@ -68,7 +79,7 @@ func cmdStatement(ctx context.Context, c *cli, args []string) error {
 	return err
 }
 
-func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agency string, asJSON, closeM bool, now time.Time) error {
+func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agency, number string, asJSON, closeM bool, now time.Time) error {
 	if closeM && month == "" {
 		return usagef("statement --close needs --month")
 	}
@@ -113,6 +124,9 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 		sum.Month = month
 	}
 	s, err := rd.Read(ctx, month)
+	if errors.Is(err, monthclose.ErrNoStatement) && number != "" {
+		return notFoundf("statement --number %s: %w with this number: its month %s has none (months with one: %s)", number, err, month, c.statementMonths(ctx, rd))
+	}
 	if errors.Is(err, monthclose.ErrNoStatement) {
 		return notFoundf("statement --month %s: %w (months with one: %s)", month, err, c.statementMonths(ctx, rd))
 	}
@@ -120,6 +134,12 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 		return err
 	}
 	m := s.Manifest
+	if number != "" {
+		if agency, err = numberAgency(m, number); err != nil {
+			return err
+		}
+		sum.Agency = agency
+	}
 	sum.StatementStatus, sum.StatementRevision = m.Status, m.StatementRevision
 	if !m.Final() {
 		sum.ClosesAt = m.ClosesAt.UTC().Format(time.RFC3339)
@@ -146,7 +166,7 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 			c.printLine(statementLine{Month: r.Month, Status: r.Status, AgencyID: r.AgencyID, Currency: cur.Code,
 				PurchaseCount: r.PurchaseCount, RefundCount: r.RefundCount, Net: cur.FormatTotal(r.Net),
 				Commission: cur.FormatTotal(r.Commission), PriorPeriodAdjustments: cur.FormatTotal(r.PriorPeriodAdjustments),
-				CommissionDue: cur.FormatTotal(r.CommissionDue), StatementRevision: r.StatementRevision})
+				CommissionDue: cur.FormatTotal(r.CommissionDue), StatementRevision: r.StatementRevision, StatementNumber: r.StatementNumber})
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", clip(r.AgencyID, 24), cur.Code, r.PurchaseCount, r.RefundCount,
@@ -170,6 +190,10 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 	if agency != "" {
 		if len(agencies) == 0 {
 			return notFoundf("statement --agency %q: %w for agency %q in %s (%d agencies have one)", agency, monthclose.ErrNoStatement, agency, month, statementAgencies(s))
+		}
+		sum.Number = agencyNumber(m, agency)
+		if !asJSON && sum.Number != "" {
+			fmt.Fprintf(c.stdout, "statement number: %s\n", sum.Number)
 		}
 		for _, k := range monthclose.AgencyFiles(m, agency) {
 			sum.Files = append(sum.Files, c.cfg.Sink.URL+"/"+k)
