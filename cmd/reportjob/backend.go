@@ -39,7 +39,7 @@ func openStore(ctx context.Context, c *cli) (*store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
-		return &store{Source: s, Index: s, Writer: s, Store: s, init: s.Init, close: s.Close, where: s.Path()}, nil
+		return &store{Source: s, Index: s, Writer: s, Store: s, init: s.Init, close: s.Close, where: absPath(s.Path())}, nil
 	case "dynamodb":
 		d := cfg.Store.DynamoDB
 		k, err := loadTestKnobs(c.env)

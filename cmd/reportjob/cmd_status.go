@@ -272,8 +272,8 @@ func cmdInit(ctx context.Context, c *cli, args []string) error {
 	if err := b.init(ctx); err != nil {
 		return fmt.Errorf("init sink: %w", err)
 	}
-	c.log.Info("initialised", "store", st.where, "sink", c.cfg.Sink.URL)
-	c.printJSON(map[string]string{"command": "init", "job": c.cfg.JobName, "status": "ok", "store": st.where, "sink": c.cfg.Sink.URL})
+	c.log.Info("initialised", "store", st.where, "sink", sinkURL(c.cfg))
+	c.printJSON(map[string]string{"command": "init", "job": c.cfg.JobName, "status": "ok", "store": st.where, "sink": sinkURL(c.cfg)})
 	return nil
 }
 
