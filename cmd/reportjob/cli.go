@@ -186,6 +186,21 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 
+	// The global flags may also follow the command (reportjob status
+	// --config X): they are taken out of its arguments here.
+	cmdArgs, after, err := globalFlagsAfter(fs.Args()[1:])
+	if err != nil {
+		printFailure(stdout, name, "", "", err)
+		return exitCode(err)
+	}
+	if after != "" {
+		if *configPath != "" && *configPath != after {
+			err := usagef("--config given twice: %q before the command and %q after it", *configPath, after)
+			printFailure(stdout, name, "", "", err)
+			return exitCode(err)
+		}
+		*configPath = after
+	}
 	path, explicit := *configPath, *configPath != ""
 	if !explicit {
 		if v := getenv(env, config.EnvConfigPath); v != "" {
@@ -205,15 +220,18 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	}
 	c.base = newLogger(cfg, c.logOut, c.bar != nil)
 	c.log = c.base.With(job.LogJob, cfg.JobName, job.LogRunID, c.runID)
-	err = cmd.run(ctx, c, fs.Args()[1:])
+	err = cmd.run(ctx, c, cmdArgs)
 	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) && !errors.Is(err, errRejects) {
+		if note := c.noConfigNote(name); note != "" {
+			fmt.Fprintf(stderr, "reportjob: %s\n", note)
+		}
 		c.log.Error(name+" failed", "err", err)
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
 	if err != nil && !c.printed {
-		printFailure(stdout, name, cfg.JobName, c.runID, err)
+		printFailure(stdout, name, cfg.JobName, c.runID, c.withNoConfig(name, err))
 	}
 	return exitCode(err)
 }

@@ -142,7 +142,7 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 		}
 	}
 	if err != nil {
-		sum.Error = err.Error()
+		sum.Error = c.withNoConfig("run", err).Error()
 	}
 	sum.rejectPeriods = c.rejectNote(res, opts.DryRun)
 	c.printJSON(sum)
