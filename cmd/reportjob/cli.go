@@ -35,6 +35,9 @@ const (
 	exitLeaseHeld = 3 // lease held elsewhere
 	exitDiffers   = 4 // verify found differences
 	exitRejects   = 5 // run --fail-on-rejects published periods with rejects
+	// exitSignal + the signal's number: 130 (SIGINT, Ctrl-C) or 143
+	// (SIGTERM), run or ingest --generate stopped by it (interruptError).
+	exitSignal = 128
 )
 
 // errDiffers is returned by verify when a period differs from its
@@ -71,9 +74,12 @@ func notFoundf(format string, args ...any) error {
 func exitCode(err error) int {
 	var ue *usageError
 	var ce *config.Error
+	var ie *interruptError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &ie):
+		return ie.code()
 	case errors.Is(err, errDiffers):
 		return exitDiffers
 	case errors.Is(err, errRejects):
@@ -104,6 +110,9 @@ type cli struct {
 	runID  string
 	// printed is set once the command has printed its JSON summary line.
 	printed bool
+	// interrupt is how run sees SIGINT/SIGTERM (interrupt.go); nil
+	// when nothing stops it at a safe point.
+	interrupt *interruption
 	// allowNewStore lets openStore create the embedded file over a sink
 	// that holds periods (init: creating it is what it is for).
 	allowNewStore bool
@@ -139,7 +148,8 @@ func usage(w io.Writer) {
 		"The config file defaults to ./config.yaml (env REPORTJOB_CONFIG); any key can be overridden\n"+
 		"with REPORTJOB_<KEY_PATH>, e.g. REPORTJOB_SINK_URL. Run 'reportjob COMMAND -h' for a command's flags.\n"+
 		"Exit codes: 0 done, 1 failed, 2 bad usage or config, 3 lease held elsewhere, 4 verify found differences,\n"+
-		"5 run --fail-on-rejects published periods with rejects.\n")
+		"5 run --fail-on-rejects published periods with rejects, 130 interrupted by SIGINT (Ctrl-C) at a safe point\n"+
+		"(143 by SIGTERM).\n")
 }
 
 // run is the whole program: main only wires the process to it.
@@ -221,7 +231,10 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	c.base = newLogger(cfg, c.logOut, c.bar != nil)
 	c.log = c.base.With(job.LogJob, cfg.JobName, job.LogRunID, c.runID)
 	err = cmd.run(ctx, c, cmdArgs)
-	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) && !errors.Is(err, errRejects) {
+	var interrupted *interruptError
+	if errors.As(err, &interrupted) {
+		fmt.Fprintf(stderr, "reportjob: %v\n", err)
+	} else if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) && !errors.Is(err, errRejects) {
 		if note := c.noConfigNote(name); note != "" {
 			fmt.Fprintf(stderr, "reportjob: %s\n", note)
 		}
@@ -249,6 +262,9 @@ func failureStatus(err error) string {
 	var ue *usageError
 	if errors.As(err, &ue) && ue.notFound {
 		return "not_found"
+	}
+	if ie := (*interruptError)(nil); errors.As(err, &ie) {
+		return "interrupted"
 	}
 	status := map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held", exitDiffers: "differs", exitRejects: "rejects"}[exitCode(err)]
 	if status == "" {
