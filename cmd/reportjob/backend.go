@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -124,4 +125,23 @@ func openBucket(ctx context.Context, c *cli) (*bucket, error) {
 		}}, nil
 	}
 	return nil, fmt.Errorf("sink.url %q: unknown scheme", cfg.Sink.URL) // config.Load refuses it first
+}
+
+// openStoreToRead opens the store for a command that only reads it
+// (status, transactions, rejects, statement without --close, verify
+// without --repair). When another process has the embedded file open (a
+// run), it reads a snapshot of that process's last commit instead of
+// failing (embedded.OpenSnapshot); DynamoDB is read as it is. readOnly
+// false is openStore.
+func openStoreToRead(ctx context.Context, c *cli, readOnly bool) (*store, error) {
+	st, err := openStore(ctx, c)
+	if !readOnly || c.cfg.Store.Backend != "embedded" || !errors.Is(err, embedded.ErrLocked) {
+		return st, err
+	}
+	s, serr := embedded.OpenSnapshot(ctx, c.cfg.Store.Embedded.Path)
+	if serr != nil {
+		return nil, fmt.Errorf("%w; reading a snapshot instead failed: %v", err, serr)
+	}
+	c.log.Info("the store is in use by another process (a run): reading a snapshot of its last commit", "store", absPath(s.Path()))
+	return &store{Source: s, Index: s, Writer: s, Store: s, init: s.Init, close: s.Close, where: absPath(s.Path())}, nil
 }

@@ -77,7 +77,7 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 			return usagef("statement --month: %v", err)
 		}
 	}
-	st, err := openStore(ctx, c)
+	st, err := openStoreToRead(ctx, c, !closeM)
 	if err != nil {
 		return err
 	}

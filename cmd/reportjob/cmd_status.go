@@ -74,7 +74,7 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		r.Store += " (does not exist yet)"
 	} else {
 		var err error
-		if st, err = openStore(ctx, c); err != nil {
+		if st, err = openStoreToRead(ctx, c, true); err != nil {
 			return err
 		}
 		defer st.close()
