@@ -121,3 +121,54 @@ func TestDayOnePathsAbsolute(t *testing.T) {
 		}
 	}
 }
+
+// TestDayOneDemoFolder (items 1-3): without --dir the demo's folder is
+// under the user's own data folder; it prints progress on stderr, says
+// how to explore the folder, and the folder is a working job that status,
+// statement, transactions, verify and run accept as it is, from inside
+// it or with --config.
+func TestDayOneDemoFolder(t *testing.T) {
+	home, elsewhere := t.TempDir(), t.TempDir()
+	env := append(snagEnv(t), "HOME="+home) // the later HOME wins
+	out := snagRun(t, elsewhere, env, "demo", "--transactions", "500", "--top", "2")
+	out.mustExit(t, 0, "demo")
+	sum := lastJSON(t, out.stdout)
+	dir := filepath.Join(home, ".local", "share", "reportjob", "demo")
+	if sum["dir"] != dir {
+		t.Errorf("demo folder %v, want %s", sum["dir"], dir)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	for _, want := range []string{"explore it: " + dir + " is a working job", " --config " + cfg + " status\n"} {
+		if !strings.Contains(out.stdout, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out.stdout)
+		}
+	}
+	for _, want := range []string{"demo: generating 500 transactions", "demo: period 1/24", "demo: period 24/24"} {
+		if !strings.Contains(out.stderr, want) {
+			t.Errorf("demo progress lacks %q:\n%s", want, out.stderr)
+		}
+	}
+	if names := snagEntries(t, elsewhere); len(names) != 0 {
+		t.Errorf("the working folder got %v", names)
+	}
+	xdg := filepath.Join(t.TempDir(), "data")
+	out = snagRun(t, elsewhere, append(env, "XDG_DATA_HOME="+xdg), "demo", "--transactions", "50", "--top", "1")
+	out.mustExit(t, 0, "demo with XDG_DATA_HOME")
+	sum = lastJSON(t, out.stdout)
+	if want := filepath.Join(xdg, "reportjob", "demo"); sum["dir"] != want {
+		t.Errorf("demo folder with XDG_DATA_HOME: %v, want %s", sum["dir"], want)
+	}
+
+	for _, args := range [][]string{
+		{"status"}, {"statement"}, {"transactions", "--agency", "agency-0001", "--limit", "3"}, {"verify", "--last", "2d"}, {"rejects"},
+	} {
+		snagRun(t, dir, env, args...).mustExit(t, 0, strings.Join(args, " ")+" in the demo folder")
+		snagRun(t, elsewhere, env, append([]string{"--config", cfg}, args...)...).mustExit(t, 0, strings.Join(args, " ")+" --config")
+	}
+	sum = snagRun(t, dir, env, "run").mustExit(t, 0, "run in the demo folder")
+	if sum["status"] != "ok" && sum["status"] != "nothing_due" {
+		t.Errorf("run in the demo folder: %v", sum)
+	}
+	// The next demo recreates the folder it made.
+	snagRun(t, elsewhere, env, "demo", "--transactions", "50", "--top", "1").mustExit(t, 0, "demo again")
+}
