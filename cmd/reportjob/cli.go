@@ -113,6 +113,9 @@ type cli struct {
 	// interrupt is how run sees SIGINT/SIGTERM (interrupt.go); nil
 	// when nothing stops it at a safe point.
 	interrupt *interruption
+	// lockTimeout is how long openStore waits for the embedded file (0:
+	// embedded.DefaultLockTimeout).
+	lockTimeout time.Duration
 	// allowNewStore lets openStore create the embedded file over a sink
 	// that holds periods (init: creating it is what it is for).
 	allowNewStore bool
