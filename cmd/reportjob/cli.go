@@ -148,7 +148,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n            %s\n", c.name, c.help, c.args)
 	}
 	fmt.Fprintf(w, "\nT is RFC 3339 (2024-05-01T13:00:00Z) or YYYY-MM-DD (UTC).\n"+
-		"The config file defaults to ./config.yaml (env REPORTJOB_CONFIG); any key can be overridden\n"+
+		"The config file defaults to ./config.yaml (env REPORTJOB_CONFIG); --config may also follow the command.\nAny key can be overridden "+
 		"with REPORTJOB_<KEY_PATH>, e.g. REPORTJOB_SINK_URL. Run 'reportjob COMMAND -h' for a command's flags.\n"+
 		"Exit codes: 0 done, 1 failed, 2 bad usage or config, 3 lease held elsewhere, 4 verify found differences,\n"+
 		"5 run --fail-on-rejects published periods with rejects, 130 interrupted by SIGINT (Ctrl-C) at a safe point\n"+
