@@ -7,8 +7,10 @@
 #     --config /etc/reportjob/config.yaml run
 
 # The builder runs natively and cross-compiles (fast multi-arch builds with buildx).
-# go.mod asks for go 1.26.8: the 1.26 tag is at or past it.
-FROM --platform=$BUILDPLATFORM golang:1.26 AS build
+# go.mod asks for go 1.26.8: the 1.26 tag is at or past it. Image names are fully
+# qualified (registry/namespace/name), so docker, podman and buildah resolve them alike
+# (podman refuses short names unless its registries.conf lists a search registry).
+FROM --platform=$BUILDPLATFORM docker.io/library/golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 # go.mod replaces github.com/go-pdf/fpdf with ./third_party/fpdf (a patched

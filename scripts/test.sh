@@ -7,6 +7,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/tools.sh
+# Every module the tests build, downloaded before the servers start: a test
+# run then needs no network (the patched fpdf is a module of its own).
+download() {
+  if ! out=$( (cd "$1" && go mod download) 2>&1); then
+    echo "test: go mod download in $1 failed: the tests need the modules of its go.mod and go.sum." >&2
+    echo "test: check the network (or GOPROXY, GOFLAGS=-mod=...): $out" >&2
+    exit 1
+  fi
+}
+download .
+download third_party/fpdf
 run=$(mktemp -d "${TMPDIR:-/tmp}/reportjob-test.XXXXXX")
 cleanup() { scripts/servers.sh stop "$run"; rm -rf "$run"; }
 trap cleanup EXIT

@@ -69,12 +69,50 @@ if [ ! -f "$TOOLS/iso4217/.installed-$ISO4217_VERSION" ]; then
   touch "$TOOLS/iso4217/.installed-$ISO4217_VERSION"
 fi
 
-# versitygw built by `go install` reports no version: a marker file records it.
-if [ ! -x "$TOOLS/bin/versitygw" ] || [ ! -f "$TOOLS/bin/.versitygw-$VERSITYGW_VERSION" ]; then
-  echo "tools: building versitygw $VERSITYGW_VERSION (cold: ~2.5 min)" >&2
-  GOBIN="$TOOLS/bin" GOFLAGS=-mod=mod go install "github.com/versity/versitygw/cmd/versitygw@$VERSITYGW_VERSION"
-  touch "$TOOLS/bin/.versitygw-$VERSITYGW_VERSION"
+# Tools built with `go install` are kept in a cache outside the clone, when
+# there is one: ${XDG_CACHE_HOME:-~/.cache}/reportjob-tools/NAME-VERSION/NAME
+# (REPORTJOB_TOOLS_CACHE overrides it; empty, or not writable: no cache).
+# A fresh clone then copies them instead of building them again.
+if [ -n "${REPORTJOB_TOOLS_CACHE+x}" ]; then
+  TOOLS_CACHE=$REPORTJOB_TOOLS_CACHE
+elif [ -n "${XDG_CACHE_HOME:-}" ]; then
+  TOOLS_CACHE=$XDG_CACHE_HOME/reportjob-tools
+elif [ -n "${HOME:-}" ]; then
+  TOOLS_CACHE=$HOME/.cache/reportjob-tools
+else
+  TOOLS_CACHE=""
 fi
+if [ -n "$TOOLS_CACHE" ] && ! mkdir -p "$TOOLS_CACHE" 2>/dev/null; then TOOLS_CACHE=""; fi
+
+# go_tool NAME VERSION PACKAGE [HOW LONG]: .tools/bin/NAME at VERSION (a
+# marker file records it: binaries built by `go install` report none),
+# copied from the cache, or built (into the cache when there is one).
+go_tool() {
+  local name=$1 version=$2 pkg=$3 cold=${4:-}
+  if [ -x "$TOOLS/bin/$name" ] && [ -f "$TOOLS/bin/.$name-$version" ]; then return; fi
+  local cached=""
+  [ -n "$TOOLS_CACHE" ] && cached="$TOOLS_CACHE/$name-$version/$name"
+  if [ -z "$cached" ] || [ ! -x "$cached" ]; then
+    echo "tools: building $name $version${cold:+ (cold: $cold)}${cached:+, kept in $TOOLS_CACHE}" >&2
+    local tmp
+    tmp=$(mktemp -d "$TOOLS/build-$name.XXXXXX")
+    GOBIN="$tmp" GOFLAGS=-mod=mod go install "$pkg@$version"
+    if [ -n "$cached" ]; then
+      mkdir -p "$(dirname "$cached")"
+      mv -f "$tmp/$name" "$cached.tmp.$$" && mv -f "$cached.tmp.$$" "$cached"
+    else
+      mv -f "$tmp/$name" "$TOOLS/bin/$name"
+    fi
+    rm -rf "$tmp"
+  else
+    echo "tools: $name $version from $TOOLS_CACHE" >&2
+  fi
+  if [ -n "$cached" ]; then cp -f "$cached" "$TOOLS/bin/$name"; fi
+  rm -f "$TOOLS/bin/.$name-"*
+  touch "$TOOLS/bin/.$name-$version"
+}
+
+go_tool versitygw "$VERSITYGW_VERSION" github.com/versity/versitygw/cmd/versitygw "~2.5 to 5.5 min"
 
 if [ ! -f "$TOOLS/tls/cert.pem" ]; then
   mkdir -p "$TOOLS/tls"

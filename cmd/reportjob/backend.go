@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
@@ -36,11 +38,11 @@ func openStore(ctx context.Context, c *cli) (*store, error) {
 		if err := c.refuseNewStore(ctx); err != nil {
 			return nil, err
 		}
-		s, err := embedded.Open(cfg.Store.Embedded.Path, embedded.Options{})
+		s, err := embedded.Open(cfg.Store.Embedded.Path, embedded.Options{LockTimeout: c.lockTimeout})
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
-		return &store{Source: s, Index: s, Writer: s, Store: s, init: s.Init, close: s.Close, where: s.Path()}, nil
+		return &store{Source: s, Index: s, Writer: s, Store: s, init: s.Init, close: s.Close, where: absPath(s.Path())}, nil
 	case "dynamodb":
 		d := cfg.Store.DynamoDB
 		k, err := loadTestKnobs(c.env)
@@ -131,4 +133,41 @@ func openBucket(ctx context.Context, c *cli) (*bucket, error) {
 		}, getObject: get}, nil
 	}
 	return nil, fmt.Errorf("sink.url %q: unknown scheme", cfg.Sink.URL) // config.Load refuses it first
+}
+
+// snapshotLockWait is how long a command that only reads waits for the
+// embedded file before it asks the process holding it for a snapshot.
+const snapshotLockWait = 100 * time.Millisecond
+
+// openStoreToRead opens the store for a command that only reads it
+// (status, transactions, rejects, statement without --close, verify
+// without --repair). When another process has the embedded file open (a
+// run), it reads a snapshot of that process's last commit instead of
+// failing (embedded.OpenSnapshot); DynamoDB is read as it is. readOnly
+// false is openStore.
+func openStoreToRead(ctx context.Context, c *cli, readOnly bool) (*store, error) {
+	if !readOnly || c.cfg.Store.Backend != "embedded" {
+		return openStore(ctx, c)
+	}
+	// A short wait for the file first: a run holds it for minutes, and
+	// serves a snapshot at once.
+	quick := *c
+	quick.lockTimeout = snapshotLockWait
+	st, err := openStore(ctx, &quick)
+	if !errors.Is(err, embedded.ErrLocked) {
+		return st, err
+	}
+	s, serr := embedded.OpenSnapshot(ctx, c.cfg.Store.Embedded.Path)
+	if errors.Is(serr, embedded.ErrNoSnapshot) {
+		// No snapshot served (a process of an older version, or a path
+		// too long for a socket): wait for the file as every command does.
+		if st, err = openStore(ctx, c); err == nil || !errors.Is(err, embedded.ErrLocked) {
+			return st, err
+		}
+	}
+	if serr != nil {
+		return nil, fmt.Errorf("%w; reading a snapshot instead failed: %v", err, serr)
+	}
+	c.log.Info("the store is in use by another process (a run): reading a snapshot of its last commit", "store", absPath(s.Path()))
+	return &store{Source: s, Index: s, Writer: s, Store: s, init: s.Init, close: s.Close, where: absPath(s.Path())}, nil
 }

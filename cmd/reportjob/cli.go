@@ -37,6 +37,9 @@ const (
 	exitLeaseHeld = 3 // lease held elsewhere
 	exitDiffers   = 4 // verify found differences
 	exitRejects   = 5 // run --fail-on-rejects published periods with rejects
+	// exitSignal + the signal's number: 130 (SIGINT, Ctrl-C) or 143
+	// (SIGTERM), run or ingest --generate stopped by it (interruptError).
+	exitSignal = 128
 )
 
 // errDiffers is returned by verify when a period differs from its
@@ -73,9 +76,12 @@ func notFoundf(format string, args ...any) error {
 func exitCode(err error) int {
 	var ue *usageError
 	var ce *config.Error
+	var ie *interruptError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &ie):
+		return ie.code()
 	case errors.Is(err, errDiffers):
 		return exitDiffers
 	case errors.Is(err, errRejects):
@@ -109,6 +115,12 @@ type cli struct {
 	runID  string
 	// printed is set once the command has printed its JSON summary line.
 	printed bool
+	// interrupt is how run sees SIGINT/SIGTERM (interrupt.go); nil
+	// when nothing stops it at a safe point.
+	interrupt *interruption
+	// lockTimeout is how long openStore waits for the embedded file (0:
+	// embedded.DefaultLockTimeout).
+	lockTimeout time.Duration
 	// allowNewStore lets openStore create the embedded file over a sink
 	// that holds periods (init: creating it is what it is for).
 	allowNewStore bool
@@ -141,10 +153,11 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n            %s\n", c.name, c.help, c.args)
 	}
 	fmt.Fprintf(w, "\nT is RFC 3339 (2024-05-01T13:00:00Z) or YYYY-MM-DD (UTC).\n"+
-		"The config file defaults to ./config.yaml (env REPORTJOB_CONFIG); any key can be overridden\n"+
+		"The config file defaults to ./config.yaml (env REPORTJOB_CONFIG); --config may also follow the command.\nAny key can be overridden "+
 		"with REPORTJOB_<KEY_PATH>, e.g. REPORTJOB_SINK_URL. Run 'reportjob COMMAND -h' for a command's flags.\n"+
 		"Exit codes: 0 done, 1 failed, 2 bad usage or config, 3 lease held elsewhere, 4 verify found differences,\n"+
-		"5 run --fail-on-rejects published periods with rejects.\n")
+		"5 run --fail-on-rejects published periods with rejects, 130 interrupted by SIGINT (Ctrl-C) at a safe point\n"+
+		"(143 by SIGTERM).\n")
 }
 
 // run is the whole program: main only wires the process to it.
@@ -191,6 +204,21 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		return exitUsage
 	}
 
+	// The global flags may also follow the command (reportjob status
+	// --config X): they are taken out of its arguments here.
+	cmdArgs, after, err := globalFlagsAfter(fs.Args()[1:])
+	if err != nil {
+		printFailure(stdout, name, "", "", err)
+		return exitCode(err)
+	}
+	if after != "" {
+		if *configPath != "" && *configPath != after {
+			err := usagef("--config given twice: %q before the command and %q after it", *configPath, after)
+			printFailure(stdout, name, "", "", err)
+			return exitCode(err)
+		}
+		*configPath = after
+	}
 	path, explicit := *configPath, *configPath != ""
 	if !explicit {
 		if v := getenv(env, config.EnvConfigPath); v != "" {
@@ -210,15 +238,21 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	}
 	c.base = newLogger(cfg, c.logOut, c.bar != nil)
 	c.log = c.base.With(job.LogJob, cfg.JobName, job.LogRunID, c.runID)
-	err = cmd.run(ctx, c, fs.Args()[1:])
-	if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) && !errors.Is(err, errRejects) {
+	err = cmd.run(ctx, c, cmdArgs)
+	var interrupted *interruptError
+	if errors.As(err, &interrupted) {
+		fmt.Fprintf(stderr, "reportjob: %v\n", err)
+	} else if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) && !errors.Is(err, errRejects) {
+		if note := c.noConfigNote(name); note != "" {
+			fmt.Fprintf(stderr, "reportjob: %s\n", note)
+		}
 		c.log.Error(name+" failed", "err", err)
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
 	if err != nil && !c.printed {
-		printFailure(stdout, name, cfg.JobName, c.runID, err)
+		printFailure(stdout, name, cfg.JobName, c.runID, c.withNoConfig(name, err))
 	}
 	return exitCode(err)
 }
@@ -236,6 +270,9 @@ func failureStatus(err error) string {
 	var ue *usageError
 	if errors.As(err, &ue) && ue.notFound {
 		return "not_found"
+	}
+	if ie := (*interruptError)(nil); errors.As(err, &ie) {
+		return "interrupted"
 	}
 	status := map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held", exitDiffers: "differs", exitRejects: "rejects"}[exitCode(err)]
 	if status == "" {

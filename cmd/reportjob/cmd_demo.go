@@ -25,7 +25,7 @@ const demoMarker = ".reportjob-demo"
 
 func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	fset := newFlags(c, "demo")
-	dir := fset.String("dir", "demo", "folder for the demo's store and reports (recreated on each demo)")
+	dir := fset.String("dir", "", "folder for the demo's job: config, store and reports (recreated on each demo; default $XDG_DATA_HOME/reportjob/demo, ~/.local/share/reportjob/demo)")
 	n := fset.Int("transactions", 20000, "transactions to generate over the day")
 	agencies := fset.Int("agencies", ingest.DefaultAgencies, "number of agencies")
 	seed := fset.Int64("seed", 42, "seed: the same seed gives the same day")
@@ -36,19 +36,27 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	if *n < 1 {
 		return usagef("demo --transactions %d: must be > 0", *n)
 	}
+	if *dir == "" {
+		*dir = defaultDemoDir(c.env)
+	}
 	if err := resetDemoDir(*dir); err != nil {
 		return err
 	}
 
 	// The demo runs on the embedded default in its own folder, on
-	// yesterday (UTC): a whole day of periods, all due.
-	cfg := *c.cfg
+	// yesterday (UTC): a whole day of periods, all due. It runs on the
+	// config it writes there (demo_folder.go).
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	written, err := writeDemoConfig(*dir, day, c.env)
+	if err != nil {
+		return err
+	}
+	cfg := *written
+	cfg.Log = c.cfg.Log
 	cfg.Store.Backend = "embedded"
 	cfg.Store.Embedded.Path = filepath.Join(*dir, "reportjob.db")
 	cfg.Sink.Dir = filepath.Join(*dir, "reports")
 	cfg.Sink.URL = "file://" + cfg.Sink.Dir
-	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
-	cfg.Report.Start = day
 	cfg.Report.MaxPeriodsPerRun = max(cfg.Report.MaxPeriodsPerRun, int(24*time.Hour/cfg.Report.Period))
 	if err := demoDocuments(*dir, &cfg); err != nil {
 		return err
@@ -72,6 +80,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer b.Close()
+	fmt.Fprintf(c.stderr, "demo: generating %d transactions on %s in %s\n", *n, day.Format(time.DateOnly), absPath(*dir))
 	stats, err := ingest.Generate(ctx, st, ingest.GenerateOptions{
 		N: *n, Agencies: *agencies, Seed: *seed, From: day, To: day.Add(24 * time.Hour), Shards: cfg.Keys.Shards,
 	})
@@ -82,7 +91,9 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 
 	var rows []report.SummaryRow
 	j := dc.newJob(st, b, func(r report.SummaryRow) { rows = append(rows, r) })
-	res, err := j.Run(ctx, job.RunOptions{Now: day.Add(24*time.Hour + cfg.Report.Lateness)})
+	fmt.Fprintf(c.stderr, "demo: %d written in %s; running the job over the day's periods\n", stats.Written, ingested.Round(time.Millisecond))
+	res, err := j.Run(ctx, job.RunOptions{Now: day.Add(24*time.Hour + cfg.Report.Lateness), Progress: c.demoProgress()})
+	c.bar.clear()
 	if err != nil {
 		return err
 	}
@@ -104,6 +115,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 		}
 		fmt.Fprintf(c.stdout, "statements of %s (%s, revision %d): %d agencies; %s\n", mr.Month, mr.Status, mr.Revision, mr.Agencies, where)
 	}
+	c.printDemoExplore(*dir)
 	fmt.Fprintf(c.stdout, "query it: scripts/query.sh \"SELECT currency, sum(commission_amount) FROM read_parquet('%s/summary/*/*.parquet') GROUP BY 1 ORDER BY 1\"\n", abs)
 	c.printJSON(map[string]any{
 		"command": "demo", "status": "ok", "dir": *dir, "day": day.Format(time.DateOnly),

@@ -89,7 +89,19 @@ func cmdIngest(ctx context.Context, c *cli, args []string) (err error) {
 			err = usagef("ingest --generate: --from %s is older than report.lateness (%s): such records may land in periods already reported; add --allow-late and backfill those periods",
 				g.From.Format(time.RFC3339), c.cfg.Report.Lateness)
 		} else {
-			stats, err = ingest.Generate(ctx, st, g)
+			work, in, release := c.interruptible(ctx, "the batch being written")
+			g.Stop = in.stopCh()
+			stats, err = ingest.Generate(work, st, g)
+			release()
+			if stopped := errors.Is(err, ingest.ErrStopped); stopped || err != nil {
+				if stopped {
+					err = nil
+				}
+				err = in.result(err, fmt.Sprintf("%d of %d transactions written", stats.Written, g.N),
+					fmt.Sprintf("to write them all, run ingest --generate %d --agencies %d --seed %d --from %s --to %s --allow-late "+
+						"(the same transactions, with the same keys: those already written are written again unchanged)",
+						g.N, g.Agencies, g.Seed, g.From.UTC().Format(time.RFC3339Nano), g.To.UTC().Format(time.RFC3339Nano)))
+			}
 		}
 	} else {
 		var bad []ingest.LineError

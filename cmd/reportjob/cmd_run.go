@@ -20,7 +20,7 @@ type runSummary struct {
 	Command           string `json:"command"`
 	Job               string `json:"job"`
 	RunID             string `json:"run_id"`
-	Status            string `json:"status"` // ok | nothing_due | failed | lease_held | bad_usage
+	Status            string `json:"status"` // ok | nothing_due | failed | lease_held | bad_usage | interrupted
 	Mode              string `json:"mode"`   // run | backfill | dry-run
 	PeriodsProcessed  int    `json:"periods_processed"`
 	PeriodsRemaining  int    `json:"periods_remaining"`
@@ -73,7 +73,10 @@ func cmdRun(ctx context.Context, c *cli, args []string) error {
 	case !*backfill && (!from.t.IsZero() || !to.t.IsZero()):
 		return usagef("run: --from and --to go with --backfill")
 	}
-	sum, err := c.runOnce(ctx, opts)
+	work, in, release := c.interruptible(ctx, "the period in progress (not committed: the next run redoes it)")
+	defer release()
+	opts.Stop, c.interrupt = in.stopCh(), in
+	sum, err := c.runOnce(work, opts)
 	if err == nil && *failOnRejects && sum.rejectPeriods > 0 {
 		return fmt.Errorf("%d period(s) published with rejects: %w", sum.rejectPeriods, errRejects)
 	}
@@ -93,6 +96,13 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 		sum.Mode = "backfill"
 	}
 	res, err := c.runJob(ctx, opts)
+	if c.interrupt.fired() != nil {
+		done := fmt.Sprintf("%d period(s) and %d recheck(s) done", len(res.Periods), len(res.Rechecks))
+		if !res.Checkpoint.IsZero() {
+			done += ", checkpoint " + res.Checkpoint.UTC().Format(time.RFC3339)
+		}
+		err = c.interrupt.result(err, done, "nothing is lost: run the same command again to continue")
+	}
 	sum.DurationMS = time.Since(started).Milliseconds()
 	sum.PeriodsProcessed = len(res.Periods)
 	sum.PeriodsRemaining = res.PeriodsRemaining
@@ -122,7 +132,10 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 	sum.StatementsIssued, sum.MonthsClosed, sum.PriorPeriodAdjustments = len(res.Statements.Months), res.Statements.Closed, res.Statements.Adjustments
 	sum.UnlistedAgencies = res.Statements.UnlistedAgencies
 	var held *checkpoint.HeldError
+	var interrupted *interruptError
 	switch {
+	case errors.As(err, &interrupted):
+		sum.Status = "interrupted"
 	case err == nil && len(res.Periods) == 0 && len(res.Rechecks) == 0 && len(res.Statements.Months) == 0:
 		sum.Status = "nothing_due"
 	case err == nil:
@@ -146,7 +159,7 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 		}
 	}
 	if err != nil {
-		sum.Error = err.Error()
+		sum.Error = c.withNoConfig("run", err).Error()
 	}
 	sum.rejectPeriods = c.rejectNote(res, opts.DryRun)
 	c.printJSON(sum)

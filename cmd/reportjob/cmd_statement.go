@@ -88,7 +88,7 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 			return usagef("statement --month: %v", err)
 		}
 	}
-	st, err := openStore(ctx, c)
+	st, err := openStoreToRead(ctx, c, !closeM)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 			return err
 		}
 		if len(ms) == 0 {
-			return notFoundf("statement: %w in %s yet: a run publishes the statements of the months it delivers", monthclose.ErrNoStatement, c.cfg.Sink.URL)
+			return notFoundf("statement: %w in %s yet: a run publishes the statements of the months it delivers", monthclose.ErrNoStatement, sinkURL(c.cfg))
 		}
 		month = ms[len(ms)-1]
 		sum.Month = month
@@ -145,7 +145,7 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 		sum.ClosesAt = m.ClosesAt.UTC().Format(time.RFC3339)
 	}
 	sum.Adjustments = len(m.Adjustments)
-	sum.Manifest = c.cfg.Sink.URL + "/" + "manifests/month=" + month + "/manifest.json"
+	sum.Manifest = sinkURL(c.cfg) + "/" + "manifests/month=" + month + "/manifest.json"
 	agencies := map[string]bool{}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	if !asJSON {
@@ -196,9 +196,9 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 			fmt.Fprintf(c.stdout, "statement number: %s\n", sum.Number)
 		}
 		for _, k := range monthclose.AgencyFiles(m, agency) {
-			sum.Files = append(sum.Files, c.cfg.Sink.URL+"/"+k)
+			sum.Files = append(sum.Files, sinkURL(c.cfg)+"/"+k)
 			if !asJSON {
-				fmt.Fprintf(c.stdout, "file: %s/%s\n", c.cfg.Sink.URL, k)
+				fmt.Fprintf(c.stdout, "file: %s/%s\n", sinkURL(c.cfg), k)
 			}
 		}
 	}

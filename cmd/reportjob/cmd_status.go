@@ -74,7 +74,7 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		r.Store += " (does not exist yet)"
 	} else {
 		var err error
-		if st, err = openStore(ctx, c); err != nil {
+		if st, err = openStoreToRead(ctx, c, true); err != nil {
 			return err
 		}
 		defer st.close()
@@ -276,8 +276,8 @@ func cmdInit(ctx context.Context, c *cli, args []string) error {
 	if err := b.init(ctx); err != nil {
 		return fmt.Errorf("init sink: %w", err)
 	}
-	c.log.Info("initialised", "store", st.where, "sink", c.cfg.Sink.URL)
-	c.printJSON(map[string]string{"command": "init", "job": c.cfg.JobName, "status": "ok", "store": st.where, "sink": c.cfg.Sink.URL})
+	c.log.Info("initialised", "store", st.where, "sink", sinkURL(c.cfg))
+	c.printJSON(map[string]string{"command": "init", "job": c.cfg.JobName, "status": "ok", "store": st.where, "sink": sinkURL(c.cfg)})
 	return nil
 }
 

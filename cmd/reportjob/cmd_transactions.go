@@ -67,7 +67,7 @@ func addLookupFlags(fs *flag.FlagSet) *lookupFlags {
 // checkpoint, from to the first period; from is rounded down to its
 // period's start. close closes the store.
 func (c *cli) openLookup(ctx context.Context, from, to time.Time) (r *lookups.Reader, st *store, b *bucket, err error) {
-	st, err = openStore(ctx, c)
+	st, err = openStoreToRead(ctx, c, true)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -182,7 +182,7 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 }
 
 func (c *cli) verify(ctx context.Context, o job.VerifyOptions) ([]job.PeriodCheck, error) {
-	st, err := openStore(ctx, c)
+	st, err := openStoreToRead(ctx, c, !o.Repair)
 	if err != nil {
 		return nil, err
 	}

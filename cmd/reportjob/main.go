@@ -11,8 +11,20 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
-	stop()
+	// The first SIGINT or SIGTERM cancels ctx with a *signalError cause:
+	// run and ingest --generate stop at their next safe point, schedule
+	// takes no new run (interrupt.go). A second one abandons the work in
+	// progress.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	again := make(chan struct{})
+	go func() {
+		cancel(&signalError{sig: (<-sigs).(syscall.Signal)})
+		<-sigs
+		close(again)
+	}()
+	code := run(withSecondSignal(ctx, again), os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	signal.Stop(sigs)
 	os.Exit(code)
 }

@@ -63,6 +63,16 @@ func sinkWhere(cfg *config.Config) string {
 	return cfg.Sink.URL
 }
 
+// sinkURL is the sink as commands print it: a folder sink as file:// and
+// its absolute path (sink.url may be relative to the config file's folder,
+// or to the working folder without one), an S3 sink as its URL.
+func sinkURL(cfg *config.Config) string {
+	if strings.HasPrefix(cfg.Sink.URL, "file://") {
+		return "file://" + filepath.ToSlash(absPath(cfg.Sink.Dir))
+	}
+	return cfg.Sink.URL
+}
+
 // configWhere is the config file read, or what replaced it.
 func configWhere(cfg *config.Config) string {
 	if cfg.File == "" {

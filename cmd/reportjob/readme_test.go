@@ -121,13 +121,14 @@ type readmeWalkSpec struct {
 	servers []string
 }
 
-// readmeWalkthroughs lists the README's walkthroughs. The documented
-// substitutions: the demo's --dir /tmp/readme-demo, and /tmp/rj, where the
-// AWS walkthrough starts its servers, become per-test folders, so that two
-// test processes on one machine, or a leftover /tmp/rj (whose S3 data
-// would survive into the next start), cannot change what they print.
+// readmeWalkthroughs lists the README's walkthroughs. The demo's folder
+// is under HOME, a fresh folder per walkthrough. The documented
+// substitution: /tmp/rj, where the AWS walkthrough starts its servers,
+// becomes a per-test folder, so that two test processes on one machine,
+// or a leftover /tmp/rj (whose S3 data would survive into the next
+// start), cannot change what they print.
 var readmeWalkthroughs = map[string]readmeWalkSpec{
-	"quick-start": {needs: []string{testenv.EnvDuckDB}, subst: []string{"/tmp/readme-demo"}},
+	"quick-start": {needs: []string{testenv.EnvDuckDB}},
 	"local":       {needs: []string{testenv.EnvDuckDB}},
 	"aws-local": {needs: []string{testenv.EnvDynamoDB, testenv.EnvS3},
 		subst: []string{"/tmp/rj"}, servers: []string{"/tmp/rj"}},

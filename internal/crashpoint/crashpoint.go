@@ -9,6 +9,7 @@
 //	RJTEST_CRASH_AT=after-upload:3      the third time
 //
 // The points, in the order a period reaches them, are the Point constants.
+// RJTEST_SLOW_AT pauses at a point instead (slow.go).
 package crashpoint
 
 import (
@@ -55,7 +56,10 @@ var (
 	hits   atomic.Int64
 )
 
-func load() { target, nth = parse(os.Getenv(EnvVar)) }
+func load() {
+	target, nth = parse(os.Getenv(EnvVar))
+	loadSlow()
+}
 
 // parse reads "POINT" or "POINT:N" (N >= 1, default 1); "" is no point.
 func parse(v string) (Point, int64) {
@@ -76,6 +80,7 @@ func parse(v string) (Point, int64) {
 // hit. It is safe for concurrent use and costs a comparison when unset.
 func Hit(p Point) {
 	once.Do(load)
+	slow(p)
 	if target == "" || p != target {
 		return
 	}

@@ -23,7 +23,9 @@
 // up to Options.LockTimeout and then gets an error matching ErrLocked,
 // which the command line reports as "lease held elsewhere" (exit 3).
 // Within the process that has the file open, the lease in the jobs bucket
-// still applies, exactly as with DynamoDB.
+// still applies, exactly as with DynamoDB. A process that only reads gets
+// a snapshot of the last commit from the one that has the file open
+// instead (OpenSnapshot, snapshot.go).
 //
 // Each Open is a session with a random id, which the lease records. A
 // lease recorded by another session belongs to a process that has closed
@@ -36,8 +38,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -126,6 +130,14 @@ type Store struct {
 	opts Options
 	// session identifies this Open of the file in the leases it grants.
 	session string
+	// listener serves snapshots to other processes (snapshot.go); serving
+	// counts its goroutines.
+	listener net.Listener
+	serving  sync.WaitGroup
+	// snapshot marks a read-only copy (OpenSnapshot), whose temporary
+	// folder removeOnClose Close removes.
+	snapshot      bool
+	removeOnClose string
 }
 
 // Open opens the store file at path, creating it and its parent
@@ -156,6 +168,7 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	s.serveSnapshots()
 	return s, nil
 }
 
@@ -209,7 +222,12 @@ func (s *Store) Path() string { return s.path }
 
 // Close closes the file and releases its lock.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	s.stopServing()
+	err := s.db.Close()
+	if s.removeOnClose != "" {
+		_ = os.RemoveAll(s.removeOnClose)
+	}
+	if err != nil {
 		return fmt.Errorf("close embedded store %s: %w", s.path, err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -27,7 +28,14 @@ type GenerateOptions struct {
 	// Shards and BatchSize are as in Options.
 	Shards    int
 	BatchSize int
+	// Stop, when closed, ends Generate at the next record: what was
+	// generated is written, and it returns ErrStopped.
+	Stop <-chan struct{}
 }
+
+// ErrStopped is returned by Generate when GenerateOptions.Stop was
+// closed: the records generated before it are written, no other.
+var ErrStopped = errors.New("generate: stopped")
 
 // Generate writes g.N synthetic transactions (GenerateRecords) through w.
 // It writes whatever window it is told, late or not: the caller chooses
@@ -37,6 +45,11 @@ func Generate(ctx context.Context, w Writer, g GenerateOptions) (Stats, error) {
 	var stats Stats
 	b := newBatcher(w, g.BatchSize, &stats, slog.New(slog.DiscardHandler))
 	err := GenerateRecords(g, func(r Record) error {
+		select {
+		case <-g.Stop:
+			return ErrStopped
+		default:
+		}
 		stats.Read++
 		tx, err := transaction(r.attrs(), r.RecordedAt, g.Shards)
 		if err != nil {
@@ -44,9 +57,14 @@ func Generate(ctx context.Context, w Writer, g GenerateOptions) (Stats, error) {
 		}
 		return b.add(ctx, tx.Item(), stats.Read)
 	})
-	if err == nil {
+	switch {
+	case err == nil:
 		err = b.finish(ctx, stats.Read)
-	} else {
+	case errors.Is(err, ErrStopped):
+		if ferr := b.finish(ctx, stats.Read); ferr != nil {
+			err = ferr
+		}
+	default:
 		b.wait()
 	}
 	return stats, err
