@@ -58,9 +58,6 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	cfg.Sink.Dir = filepath.Join(*dir, "reports")
 	cfg.Sink.URL = "file://" + cfg.Sink.Dir
 	cfg.Report.MaxPeriodsPerRun = max(cfg.Report.MaxPeriodsPerRun, int(24*time.Hour/cfg.Report.Period))
-	if err := demoDocuments(*dir, &cfg); err != nil {
-		return err
-	}
 	dc := *c
 	dc.cfg = &cfg
 	if cfg.Log.Level != "debug" {

@@ -8,8 +8,8 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
-
-	"github.com/reportjob/reportjob/internal/config"
+	"strconv"
+	"strings"
 )
 
 // demoDirectoryCSV is the demo's agency directory (statements.directory):
@@ -31,34 +31,56 @@ acme/travel,Acme Travel Inc.,"500 Market Street
 San Francisco CA 94105",US,,billing@acme.example,,
 `
 
-// demoDocuments writes the demo's agency directory and logo into dir and
-// sets them, with an issuer, into cfg's statements (unless the config
-// names a directory or an issuer of its own).
-func demoDocuments(dir string, cfg *config.Config) error {
-	st := &cfg.Statements
-	if st.Directory != "" || st.Issuer.LegalName != "" {
-		return nil
+// demoDocuments writes the demo's agency directory and logo into dir
+// and returns the statements section of the demo's config.yaml that names
+// them, with an issuer and the CJK fonts found on this machine (paths
+// relative to dir, fonts absolute): the demo and every later command run
+// on the config the folder holds, so a later `run` there changes nothing
+// a statement prints.
+func demoDocuments(dir string) (string, error) {
+	if err := os.WriteFile(filepath.Join(dir, "agencies.csv"), []byte(demoDirectoryCSV), 0o644); err != nil {
+		return "", fmt.Errorf("demo: %w", err)
 	}
-	path := filepath.Join(dir, "agencies.csv")
-	if err := os.WriteFile(path, []byte(demoDirectoryCSV), 0o644); err != nil {
-		return fmt.Errorf("demo: %w", err)
+	if err := os.WriteFile(filepath.Join(dir, "logo.png"), demoLogo(), 0o644); err != nil {
+		return "", fmt.Errorf("demo: %w", err)
 	}
-	logo := filepath.Join(dir, "logo.png")
-	if err := os.WriteFile(logo, demoLogo(), 0o644); err != nil {
-		return fmt.Errorf("demo: %w", err)
+	var fonts []string
+	for _, f := range demoFonts() {
+		fonts = append(fonts, strconv.Quote(f))
 	}
-	st.Directory = path
-	st.Issuer.LegalName = "Reportjob Demo Billing Ltd"
-	st.Issuer.Address = []string{"1 Example Way", "Dublin D02 X285", "Ireland"}
-	st.Issuer.TaxID = "IE1234567T"
-	st.Issuer.Contact = "billing@reportjob.example"
-	st.Issuer.PaymentTermsDays = 30
-	st.Issuer.PaymentInstructions = "Bank transfer to IBAN IE29 AIBK 9311 5212 3456 78 (BIC AIBKIE2D),\nquoting the statement number."
-	st.Issuer.Logo = logo
-	if len(st.Fonts) == 0 {
-		st.Fonts = demoFonts()
+	return `statements:
+  directory: ./agencies.csv      # who each agency is (a few of them: the others print their id)
+  issuer:
+    legal_name: Reportjob Demo Billing Ltd
+    address: [1 Example Way, Dublin D02 X285, Ireland]
+    tax_id: IE1234567T
+    contact: billing@reportjob.example
+    payment_terms: 30d
+    payment_instructions: |-
+      Bank transfer to IBAN IE29 AIBK 9311 5212 3456 78 (BIC AIBKIE2D),
+      quoting the statement number.
+    logo: ./logo.png
+  fonts: [` + strings.Join(fonts, ", ") + `]   # Debian's CJK fonts found here (scripts/tools.sh installs them)
+`, nil
+}
+
+// demoLogo is a small PNG: a blue square with a white bar, the same bytes
+// every time.
+func demoLogo() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 96, 96))
+	blue, white := color.RGBA{0x1f, 0x4e, 0x99, 0xff}, color.RGBA{0xff, 0xff, 0xff, 0xff}
+	for y := range 96 {
+		for x := range 96 {
+			c := blue
+			if y >= 40 && y < 56 && x >= 16 && x < 80 {
+				c = white
+			}
+			img.Set(x, y, c)
+		}
 	}
-	return nil
+	var b bytes.Buffer
+	_ = png.Encode(&b, img) // into memory: cannot fail
+	return b.Bytes()
 }
 
 // demoFontPaths are the TrueType fonts Debian's fonts-ipafont-gothic,
@@ -80,23 +102,4 @@ func demoFonts() []string {
 		}
 	}
 	return out
-}
-
-// demoLogo is a small PNG: a blue square with a white bar, the same bytes
-// every time.
-func demoLogo() []byte {
-	img := image.NewRGBA(image.Rect(0, 0, 96, 96))
-	blue, white := color.RGBA{0x1f, 0x4e, 0x99, 0xff}, color.RGBA{0xff, 0xff, 0xff, 0xff}
-	for y := range 96 {
-		for x := range 96 {
-			c := blue
-			if y >= 40 && y < 56 && x >= 16 && x < 80 {
-				c = white
-			}
-			img.Set(x, y, c)
-		}
-	}
-	var b bytes.Buffer
-	_ = png.Encode(&b, img) // into memory: cannot fail
-	return b.Bytes()
 }

@@ -39,6 +39,10 @@ const demoConfigName = "config.yaml"
 // the job the demo ran.
 func writeDemoConfig(dir string, day time.Time, env []string) (*config.Config, error) {
 	path := filepath.Join(dir, demoConfigName)
+	statements, err := demoDocuments(dir)
+	if err != nil {
+		return nil, err
+	}
 	body := fmt.Sprintf(`# Written by reportjob demo: this folder is a working job on the embedded store.
 # From this folder, or with --config %s:
 #   reportjob status | statement | transactions --agency agency-0001 | verify --last 2d | run
@@ -51,7 +55,7 @@ sink:
   url: file://./reports
 report:
   start: %q
-`, path, day.Format(time.DateOnly))
+%s`, path, day.Format(time.DateOnly), statements)
 	if err := os.WriteFile(path, []byte(body), 0o640); err != nil {
 		return nil, fmt.Errorf("demo config: %w", err)
 	}
