@@ -43,6 +43,8 @@ func specDefaults() *Config {
 	c.Schedule.Location = time.UTC
 	c.Commission.Default = pricing.Schedule{{BPS: 1000}}
 	c.Commission.Agencies = map[string]pricing.Schedule{}
+	c.Delivery.Email = Email{Port: 587, TLS: TLSStartTLS, Bcc: []string{}, Attach: []string{"pdf"}}
+	c.Delivery.Webhooks = []Webhook{}
 	c.Statements = Statements{Timezone: "UTC", Location: time.UTC, CloseAfter: 3 * 24 * time.Hour, AgencyFiles: []string{"pdf", "csv"}}
 	c.Log.Level = "info"
 	c.Log.Format = "json"
@@ -123,6 +125,8 @@ func TestConfigFullFile(t *testing.T) {
 	want.Commission.Default = pricing.Schedule{{BPS: 0}}
 	want.Commission.Agencies = map[string]pricing.Schedule{}
 	want.Statements = Statements{Timezone: "Europe/Paris", Location: paris, CloseAfter: 5 * 24 * time.Hour, AgencyFiles: []string{"csv", "parquet"}}
+	want.Delivery.Email = Email{Port: 587, TLS: TLSStartTLS, Bcc: []string{}, Attach: []string{"pdf"}}
+	want.Delivery.Webhooks = []Webhook{}
 	want.Metrics.PushgatewayURL = "http://pushgateway:9091"
 	want.Log.Level, want.Log.Format, want.Log.FormatSet = "debug", "text", true
 	if !reflect.DeepEqual(c, &want) {
