@@ -96,7 +96,7 @@ type Config struct {
 	// Delivery is delivery.*: e-mail and signed events.
 	Delivery Delivery
 	Metrics  struct{ PushgatewayURL string }
-	Log        struct {
+	Log      struct {
 		Level, Format string // debug|info|warn|error; json|text
 		// FormatSet is whether log.format was set (in the file or the
 		// environment): unset, a terminal gets text under its progress
