@@ -189,3 +189,38 @@ func (s *Store) outboxList(ctx context.Context, job string, keep func(outbox.Ent
 	}
 	return out, nil
 }
+
+// Get implements outbox.Store.
+func (s *Store) Get(ctx context.Context, job string, ids []string) (map[string]outbox.Entry, error) {
+	out := map[string]outbox.Entry{}
+	err := s.view(ctx, job, func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketOutbox)
+		if root == nil {
+			return nil
+		}
+		b := root.Bucket([]byte(job))
+		if b == nil {
+			return nil
+		}
+		for _, id := range ids {
+			v := b.Get([]byte(id))
+			if v == nil {
+				continue
+			}
+			var r outboxRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("stored outbox entry %s: %w", id, err)
+			}
+			e, err := r.entry(id)
+			if err != nil {
+				return err
+			}
+			out[id] = e
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
+	}
+	return out, nil
+}

@@ -22,6 +22,10 @@ import (
 const (
 	KindMail  = "mail"
 	KindEvent = "event"
+	// KindMark records progress, not a delivery: package delivery marks a
+	// final month whose deliveries are all enqueued, so that later runs
+	// skip it. A mark is enqueued with Sent set, and is never pending.
+	KindMark = "mark"
 )
 
 // Entry is one delivery.
@@ -64,8 +68,8 @@ func (e Entry) Validate() error {
 	switch {
 	case e.ID == "" || len(e.ID) > MaxIDLen || strings.ContainsFunc(e.ID, func(r rune) bool { return r < 0x20 || r == 0x7f }):
 		return fmt.Errorf("outbox entry id %q: want 1 to %d bytes without control characters", e.ID, MaxIDLen)
-	case e.Kind != KindMail && e.Kind != KindEvent:
-		return fmt.Errorf("outbox entry %s: kind %q, want mail or event", e.ID, e.Kind)
+	case e.Kind != KindMail && e.Kind != KindEvent && e.Kind != KindMark:
+		return fmt.Errorf("outbox entry %s: kind %q, want mail, event or mark", e.ID, e.Kind)
 	case len(e.Payload) > MaxPayloadLen:
 		return fmt.Errorf("outbox entry %s: payload of %d bytes, want at most %d", e.ID, len(e.Payload), MaxPayloadLen)
 	case e.At.IsZero():
@@ -93,6 +97,8 @@ type Store interface {
 	// that enqueueing the same deliveries again changes nothing. It
 	// returns how many were added.
 	Enqueue(ctx context.Context, job string, l checkpoint.Lease, now time.Time, es []Entry) (int, error)
+	// Get returns the entries of ids the outbox holds, by ID.
+	Get(ctx context.Context, job string, ids []string) (map[string]Entry, error)
 	// Pending returns the entries not sent yet, in ID order.
 	Pending(ctx context.Context, job string) ([]Entry, error)
 	// Since returns every entry (sent or not) whose At is at or after t,

@@ -138,12 +138,17 @@ func (s *State) Enqueue(ctx context.Context, job string, l checkpoint.Lease, now
 			items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: entryItem(job, e)}})
 			m := e.At.UTC().Format("2006-01")
 			byMonth[m] = append(byMonth[m], e.ID)
-			pending = append(pending, e.ID)
+			if e.Sent.IsZero() {
+				pending = append(pending, e.ID)
+			}
 		}
 		months := slices.Sorted(maps.Keys(byMonth))
+		idx, vals := "ADD months :m", map[string]types.AttributeValue{":m": ss(months...)}
+		if len(pending) > 0 {
+			idx, vals[":p"] = "ADD pending :p, months :m", ss(pending...)
+		}
 		items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.table), Key: outboxKey(job, ""),
-			UpdateExpression:          aws.String("ADD pending :p, months :m"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":p": ss(pending...), ":m": ss(months...)}}})
+			UpdateExpression: aws.String(idx), ExpressionAttributeValues: vals}})
 		for _, m := range months {
 			items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.table), Key: outboxKey(job, "#m#"+m),
 				UpdateExpression: aws.String("ADD ids :i"), ExpressionAttributeValues: map[string]types.AttributeValue{":i": ss(byMonth[m]...)}}})
@@ -200,6 +205,18 @@ func (s *State) Record(ctx context.Context, job string, l checkpoint.Lease, now 
 		return fmt.Errorf("record delivery %s of job %q: %w", e.ID, job, err)
 	}
 	return nil
+}
+
+// Get implements outbox.Store.
+func (s *State) Get(ctx context.Context, job string, ids []string) (map[string]outbox.Entry, error) {
+	if err := checkJob(job); err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	es, err := s.getEntries(ctx, job, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
+	}
+	return es, nil
 }
 
 // Pending implements outbox.Store.

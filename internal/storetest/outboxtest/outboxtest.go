@@ -90,6 +90,17 @@ func testEnqueueIdempotent(t *testing.T, s Store) {
 	if string(e1.Payload) != `{"id":"event/e1/ep-1"}` || !e1.At.Equal(t0) || e1.Sent.IsZero() || e1.Target != "ep-1" || e1.Kind != outbox.KindEvent {
 		t.Errorf("an entry enqueued again changed: %+v", e1)
 	}
+	got, err := s.Get(t.Context(), job, []string{"mail/2026-03/acme/1", "absent", "event/e2/ep-1"})
+	if err != nil || len(got) != 2 || got["event/e2/ep-1"].ID != "event/e2/ep-1" || !got["mail/2026-03/acme/1"].At.Equal(t0) {
+		t.Errorf("Get = %v, %v", got, err)
+	}
+	mark := outbox.Entry{ID: "mark/month/2026-03", Kind: outbox.KindMark, At: t0, Sent: t0}
+	if n, err := s.Enqueue(t.Context(), job, l, t0, []outbox.Entry{mark}); err != nil || n != 1 {
+		t.Fatalf("Enqueue of a mark = %d, %v", n, err)
+	}
+	if p, _ := s.Pending(t.Context(), job); slices.Contains(ids(p), mark.ID) {
+		t.Errorf("a mark enqueued as sent is pending")
+	}
 	if all[2].Kind != outbox.KindEvent || all[2].At.Location() != time.UTC {
 		t.Errorf("entry %+v", all[2])
 	}
