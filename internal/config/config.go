@@ -192,6 +192,16 @@ var configKeys = []struct {
 	{"statements.timezone", "UTC"},
 	{"statements.close_after", "3d"},
 	{"statements.agency_files", []string{"pdf", "csv"}},
+	{"statements.directory", ""},
+	{"statements.issuer.legal_name", ""},
+	{"statements.issuer.address", []string{}},
+	{"statements.issuer.tax_id", ""},
+	{"statements.issuer.contact", ""},
+	{"statements.issuer.payment_terms", "30d"},
+	{"statements.issuer.payment_instructions", ""},
+	{"statements.issuer.logo", ""},
+	{"statements.issuer.number_prefix", ""},
+	{"statements.fonts", []string{}},
 	{"schedule.cron", "*/15 * * * *"},
 	{"schedule.timezone", "UTC"},
 	{"commission.default_bps", "1000"},
@@ -287,6 +297,7 @@ func Parse(data []byte, name string, env []string) (*Config, error) {
 	d.applyEnv(env)
 	c := d.decode()
 	d.resolvePaths(c, name)
+	d.checkStatementFiles(c)
 	if len(d.errs) > 0 {
 		return nil, errors.Join(d.errs...)
 	}

@@ -43,9 +43,10 @@ func specDefaults() *Config {
 	c.Schedule.Location = time.UTC
 	c.Commission.Default = pricing.Schedule{{BPS: 1000}}
 	c.Commission.Agencies = map[string]pricing.Schedule{}
+	c.Statements = Statements{Timezone: "UTC", Location: time.UTC, CloseAfter: 3 * 24 * time.Hour, AgencyFiles: []string{"pdf", "csv"},
+		Issuer: Issuer{Address: []string{}, PaymentTermsDays: 30, NumberPrefix: "billing-report"}, Fonts: []string{}}
 	c.Delivery.Email = Email{Port: 587, TLS: TLSStartTLS, Bcc: []string{}, Attach: []string{"pdf"}}
 	c.Delivery.Webhooks = []Webhook{}
-	c.Statements = Statements{Timezone: "UTC", Location: time.UTC, CloseAfter: 3 * 24 * time.Hour, AgencyFiles: []string{"pdf", "csv"}}
 	c.Log.Level = "info"
 	c.Log.Format = "json"
 	return &c
@@ -124,7 +125,8 @@ func TestConfigFullFile(t *testing.T) {
 	want.Schedule.Cron, want.Schedule.Timezone, want.Schedule.Location = "@every 15m", "Europe/Paris", paris
 	want.Commission.Default = pricing.Schedule{{BPS: 0}}
 	want.Commission.Agencies = map[string]pricing.Schedule{}
-	want.Statements = Statements{Timezone: "Europe/Paris", Location: paris, CloseAfter: 5 * 24 * time.Hour, AgencyFiles: []string{"csv", "parquet"}}
+	want.Statements = Statements{Timezone: "Europe/Paris", Location: paris, CloseAfter: 5 * 24 * time.Hour, AgencyFiles: []string{"csv", "parquet"},
+		Issuer: Issuer{Address: []string{}, PaymentTermsDays: 30, NumberPrefix: "billing-report-eu-1"}, Fonts: []string{}}
 	want.Delivery.Email = Email{Port: 587, TLS: TLSStartTLS, Bcc: []string{}, Attach: []string{"pdf"}}
 	want.Delivery.Webhooks = []Webhook{}
 	want.Metrics.PushgatewayURL = "http://pushgateway:9091"

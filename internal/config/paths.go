@@ -6,7 +6,7 @@ import (
 )
 
 // pathKeys are the keys whose value is (or holds) a local path.
-var pathKeys = []string{"store.embedded.path", "sink.url"}
+var pathKeys = []string{"store.embedded.path", "sink.url", "statements.directory", "statements.issuer.logo", "statements.fonts"}
 
 // resolvePaths makes the relative paths of c relative to the folder of
 // the config file (name), as docker compose does, so that a job reads and
@@ -37,6 +37,20 @@ func (d *decoder) resolvePaths(c *Config, name string) {
 	}
 	if p := c.Delivery.Email.PasswordFile; p != "" && fromFile("delivery.email.password_file") {
 		c.Delivery.Email.PasswordFile = resolve(base, p)
+	}
+	st := &c.Statements
+	if p := st.Directory; p != "" && !strings.HasPrefix(p, "s3://") && fromFile("statements.directory") {
+		st.Directory = resolve(base, p)
+	}
+	if p := st.Issuer.Logo; p != "" && fromFile("statements.issuer.logo") {
+		st.Issuer.Logo = resolve(base, p)
+	}
+	if fromFile("statements.fonts") {
+		fonts := make([]string, len(st.Fonts))
+		for i, p := range st.Fonts {
+			fonts[i] = resolve(base, p)
+		}
+		st.Fonts = fonts
 	}
 }
 

@@ -27,6 +27,36 @@ type Statements struct {
 	// AgencyFiles is the per-agency statement files, "pdf", "csv" and/or
 	// "parquet", in the order given, never nil; empty for none.
 	AgencyFiles []string
+	// Directory is statements.directory, the agency directory (package
+	// directory reads it at the close): "" for none, s3://BUCKET/KEY, or a
+	// local path, resolved against the config file's folder and checked
+	// to exist (not parsed) at load. It ends in .csv, .yaml or .yml.
+	Directory string
+	// Issuer is statements.issuer: who issues the statements.
+	Issuer Issuer
+	// Fonts is statements.fonts: font files for the scripts the built-in
+	// fonts lack, each resolved and checked to exist; never nil.
+	Fonts []string
+}
+
+// Issuer is statements.issuer. Text fields hold no control character
+// (PaymentInstructions may hold line breaks); "" is not printed.
+type Issuer struct {
+	LegalName string
+	// Address is the address lines, never nil.
+	Address        []string
+	TaxID, Contact string
+	// PaymentTermsDays is the default payment terms (an agency's own, in
+	// the directory, win): the due date is the issue date + these days.
+	PaymentTermsDays    int
+	PaymentInstructions string
+	// Logo is a PNG file, resolved and checked (it exists and starts with
+	// the PNG signature); "" for none.
+	Logo string
+	// NumberPrefix starts every statement number: statements.issuer.number_prefix,
+	// else job_name with every character other than A-Z a-z 0-9 - made
+	// "-" and cut to 32. 1 to 32 of A-Z a-z 0-9 -.
+	NumberPrefix string
 }
 
 func (d *decoder) decodeStatements(c *Config) {
@@ -57,6 +87,9 @@ func (d *decoder) decodeStatements(c *Config) {
 		s.CloseAfter = ca
 	}
 	s.AgencyFiles = d.formats("statements.agency_files", statementFileFormats)
+	s.Directory = d.directory()
+	d.decodeIssuer(c)
+	s.Fonts = d.strs("statements.fonts")
 }
 
 // MonthsMisaligned reports the first month start in loc, from 2020 to

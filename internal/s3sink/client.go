@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -189,4 +190,26 @@ func errorCode(err error) string {
 		return api.ErrorCode()
 	}
 	return ""
+}
+
+// GetObjectBytes reads the whole object key of bucket with client: for the
+// small files the job reads outside its sink, such as the agency directory
+// (statements.directory). An object of more than max bytes is an error.
+func GetObjectBytes(ctx context.Context, client *s3.Client, bucket, key string, max int64) ([]byte, error) {
+	out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+	if err != nil {
+		return nil, err
+	}
+	defer out.Body.Close()
+	if n := aws.ToInt64(out.ContentLength); n > max {
+		return nil, fmt.Errorf("%d bytes, more than the %d allowed", n, max)
+	}
+	b, err := io.ReadAll(io.LimitReader(out.Body, max+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read s3://%s/%s: %w", bucket, key, err)
+	case int64(len(b)) > max:
+		return nil, fmt.Errorf("more than the %d bytes allowed", max)
+	}
+	return b, nil
 }
