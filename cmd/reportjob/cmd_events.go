@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/delivery"
+)
+
+// eventsSummary is events' JSON summary line.
+type eventsSummary struct {
+	Command  string           `json:"command"`
+	Job      string           `json:"job"`
+	Status   string           `json:"status"` // ok | failed | lease_held | bad_usage
+	Since    string           `json:"since,omitempty"`
+	Delivery *deliverySummary `json:"delivery,omitempty"`
+	Error    string           `json:"error,omitempty"`
+}
+
+func cmdEvents(ctx context.Context, c *cli, args []string) error {
+	sum := eventsSummary{Command: "events", Job: c.cfg.JobName}
+	err := c.events(ctx, &sum, args)
+	sum.Status = "ok"
+	if err != nil {
+		sum.Status, sum.Error = failureStatus(err), err.Error()
+	}
+	c.printJSON(sum)
+	return err
+}
+
+func (c *cli) events(ctx context.Context, sum *eventsSummary, args []string) error {
+	if len(args) == 0 || args[0] != "replay" {
+		return usagef("events: want `events replay --since T`")
+	}
+	fs := newFlags(c, "events replay")
+	var since timeFlag
+	fs.Var(&since, "since", "send again every event recorded at or after T (RFC 3339 or YYYY-MM-DD)")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return err
+	}
+	if since.t.IsZero() {
+		return usagef("events replay needs --since")
+	}
+	sum.Since = since.t.UTC().Format(time.RFC3339)
+	if len(c.cfg.Delivery.Webhooks) == 0 {
+		return usagef("events replay: delivery.webhooks is empty (docs/delivery.md)")
+	}
+	st, err := openStore(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	b, err := openBucket(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	j := c.newJob(st, b, nil)
+	res, err := c.deliver(ctx, st, b, j, delivery.Options{ReplaySince: since.t})
+	sum.Delivery = summarize(res, nil)
+	if err != nil {
+		return err
+	}
+	if len(res.Failures) > 0 {
+		return fmt.Errorf("%d event(s) could not be replayed: first: %s: %s", len(res.Failures), res.Failures[0].Target, res.Failures[0].Error)
+	}
+	return nil
+}
