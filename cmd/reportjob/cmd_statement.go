@@ -32,7 +32,7 @@ type statementSummary struct {
 	Closed            bool     `json:"closed,omitempty"`
 	// Delivery is what statement --send / --resend sent.
 	Delivery *deliverySummary `json:"delivery,omitempty"`
-	Error             string   `json:"error,omitempty"`
+	Error    string           `json:"error,omitempty"`
 }
 
 // statementLine is one line of statement --json.

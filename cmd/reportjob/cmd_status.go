@@ -53,7 +53,7 @@ type statusReport struct {
 	// Delivery is the outbox (delivery.*): what is still to send, and what
 	// keeps failing. Absent when delivery is not configured.
 	Delivery *statusDelivery `json:"delivery,omitempty"`
-	Note           string                   `json:"note,omitempty"`
+	Note     string          `json:"note,omitempty"`
 }
 
 func cmdStatus(ctx context.Context, c *cli, args []string) error {
