@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -13,12 +12,18 @@ import (
 	"github.com/reportjob/reportjob/internal/mail"
 	"github.com/reportjob/reportjob/internal/metrics"
 	"github.com/reportjob/reportjob/internal/monthclose"
+	"github.com/reportjob/reportjob/internal/outbox"
 	"github.com/reportjob/reportjob/internal/s3sink"
 	"github.com/reportjob/reportjob/internal/webhook"
 )
 
-// Test knob: RJTEST_WEBHOOK_TIMEOUT bounds one webhook POST (default 10s).
-const envTestWebhookTimeout = "RJTEST_WEBHOOK_TIMEOUT"
+// Test knobs: RJTEST_WEBHOOK_TIMEOUT bounds one webhook POST (default
+// 10s); RJTEST_DELIVERY_BACKOFF replaces the first retry delay (1m,
+// doubled after each failure), so that a test's next run retries at once.
+const (
+	envTestWebhookTimeout  = "RJTEST_WEBHOOK_TIMEOUT"
+	envTestDeliveryBackoff = "RJTEST_DELIVERY_BACKOFF"
+)
 
 // deliverySummary is the delivery part of a summary line (omitted when
 // delivery is not configured).
@@ -106,6 +111,11 @@ func (c *cli) newPass(ctx context.Context, st *store, b *bucket, j *job.Job, dir
 			timeout = d
 		}
 	}
+	if v := getenv(c.env, envTestDeliveryBackoff); v != "" {
+		if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+			p.Backoff = func(n int) time.Duration { return d * time.Duration(outbox.Backoff(n)/time.Minute) }
+		}
+	}
 	p.Poster = &webhook.Sender{Client: webhookClient(timeout), UserAgent: "reportjob/" + version}
 	return p, nil
 }
@@ -156,5 +166,3 @@ func deliveryMetrics(s *deliverySummary) *metrics.Delivery {
 func statementNumber(m *monthclose.Manifest, agency string) string {
 	return ""
 }
-
-var _ = fmt.Sprint

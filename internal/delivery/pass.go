@@ -79,6 +79,9 @@ type Pass struct {
 	// Issuer names the sender in the wording ({issuer}); Contact and
 	// Instructions fill {contact} and {instructions}.
 	Issuer, Contact, Instructions string
+	// Backoff is the wait before the next attempt after n failed ones
+	// (nil: outbox.Backoff).
+	Backoff func(n int) time.Duration
 	// Clock is the lease's wall clock (default time.Now).
 	Clock func() time.Time
 	Log   *slog.Logger
@@ -205,6 +208,9 @@ func (p *Pass) Run(ctx context.Context, h Holder, o Options) (Result, error) {
 		if serr != nil {
 			if !resend {
 				e = e.Failed(now, serr)
+				if p.Backoff != nil {
+					e.NextAttempt = now.Add(p.Backoff(e.Attempts))
+				}
 			}
 			res.Failures = append(res.Failures, Failure{ID: e.ID, Kind: e.Kind, Target: e.Target, Attempts: e.Attempts, Next: e.NextAttempt, Error: serr.Error()})
 			p.logger().Warn("delivery failed; a later run tries again", "id", e.ID, "target", e.Target, "attempts", e.Attempts, "err", serr)
