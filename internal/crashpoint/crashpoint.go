@@ -50,6 +50,9 @@ const (
 // with delivery configured reaches it.
 const DeliveryAfterSend Point = "delivery-after-send"
 
+// DeliveryBeforeSend is reached before each e-mail or event is sent.
+const DeliveryBeforeSend Point = "delivery-before-send"
+
 // Points lists every crash point.
 var Points = []Point{AfterRead, AfterClaims, AfterUpload, MidRestatement, AfterManifest, AfterCleanup, AfterCheckpoint,
 	MonthAfterUpload, MonthAfterManifest, MonthAfterCleanup, BeforeDueDelete}

@@ -16,6 +16,7 @@ import (
 )
 
 func crashAfterSend(string) { crashpoint.Hit(crashpoint.DeliveryAfterSend) }
+func crashBeforeSend()      { crashpoint.Hit(crashpoint.DeliveryBeforeSend) }
 
 // contentTypes of the statement files attached.
 var contentTypes = map[string]string{".pdf": "application/pdf", ".csv": "text/csv; charset=utf-8"}

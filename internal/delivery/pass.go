@@ -194,6 +194,7 @@ func (p *Pass) Run(ctx context.Context, h Holder, o Options) (Result, error) {
 			return res, fmt.Errorf("deliveries: %w", err)
 		}
 		resend := !e.Sent.IsZero()
+		crashBeforeSend()
 		var serr error
 		switch e.Kind {
 		case outbox.KindMail:
