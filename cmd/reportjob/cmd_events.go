@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/delivery"
@@ -19,8 +20,18 @@ type eventsSummary struct {
 }
 
 func cmdEvents(ctx context.Context, c *cli, args []string) error {
+	sub := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		sub, args = args[0], args[1:]
+	}
+	fs := newFlags(c, "events")
+	var since timeFlag
+	fs.Var(&since, "since", "replay: send again every event recorded at or after T (RFC 3339 or YYYY-MM-DD)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
 	sum := eventsSummary{Command: "events", Job: c.cfg.JobName}
-	err := c.events(ctx, &sum, args)
+	err := c.events(ctx, &sum, sub, since.t)
 	sum.Status = "ok"
 	if err != nil {
 		sum.Status, sum.Error = failureStatus(err), err.Error()
@@ -29,20 +40,14 @@ func cmdEvents(ctx context.Context, c *cli, args []string) error {
 	return err
 }
 
-func (c *cli) events(ctx context.Context, sum *eventsSummary, args []string) error {
-	if len(args) == 0 || args[0] != "replay" {
-		return usagef("events: want `events replay --since T`")
+func (c *cli) events(ctx context.Context, sum *eventsSummary, sub string, since time.Time) error {
+	if sub != "replay" {
+		return usagef("events: want `events replay --since T`, not %q", sub)
 	}
-	fs := newFlags(c, "events replay")
-	var since timeFlag
-	fs.Var(&since, "since", "send again every event recorded at or after T (RFC 3339 or YYYY-MM-DD)")
-	if err := parseFlags(fs, args[1:]); err != nil {
-		return err
-	}
-	if since.t.IsZero() {
+	if since.IsZero() {
 		return usagef("events replay needs --since")
 	}
-	sum.Since = since.t.UTC().Format(time.RFC3339)
+	sum.Since = since.UTC().Format(time.RFC3339)
 	if len(c.cfg.Delivery.Webhooks) == 0 {
 		return usagef("events replay: delivery.webhooks is empty (docs/delivery.md)")
 	}
@@ -57,7 +62,7 @@ func (c *cli) events(ctx context.Context, sum *eventsSummary, args []string) err
 	}
 	defer b.Close()
 	j := c.newJob(st, b, nil)
-	res, err := c.deliver(ctx, st, b, j, delivery.Options{ReplaySince: since.t})
+	res, err := c.deliver(ctx, st, b, j, delivery.Options{ReplaySince: since})
 	sum.Delivery = summarize(res, nil)
 	if err != nil {
 		return err
