@@ -55,7 +55,7 @@ type dirAdapter struct{ d *directory.Directory }
 
 func (a dirAdapter) Lookup(id string) (delivery.Recipient, bool) {
 	e, ok := a.d.Lookup(id)
-	return delivery.Recipient{LegalName: e.LegalName, Emails: e.Emails, Locale: e.Locale}, ok
+	return delivery.Recipient{LegalName: e.LegalName, Emails: e.Emails, Locale: e.Locale, TermsDays: e.PaymentTermsDays, HasTerms: e.HasTerms}, ok
 }
 
 // loadDirectory reads statements.directory at send time (nil when none is
@@ -87,7 +87,7 @@ func (c *cli) newPass(ctx context.Context, st *store, b *bucket, j *job.Job, dir
 	p := &delivery.Pass{Job: cfg.JobName, Email: em, Webhooks: cfg.Delivery.Webhooks, Statements: j.Reader(dir),
 		Objects: objects{b}, Outbox: st.outbox, Getenv: func(k string) string { return getenv(c.env, k) },
 		Issuer: cfg.Statements.Issuer.LegalName, Contact: cfg.Statements.Issuer.Contact,
-		Instructions: cfg.Statements.Issuer.PaymentInstructions, Clock: j.Now, Log: c.log,
+		Instructions: cfg.Statements.Issuer.PaymentInstructions, TermsDays: cfg.Statements.Issuer.PaymentTermsDays, Clock: j.Now, Log: c.log,
 		Number: func(m *monthclose.Manifest, agency string) string { return statementNumber(m, agency) }}
 	if em.Enabled() {
 		pw, err := em.Password(func(k string) string { return getenv(c.env, k) })

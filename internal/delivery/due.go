@@ -107,13 +107,16 @@ type MonthData struct {
 
 // MailData is what a mail entry needs to be sent.
 type MailData struct {
-	Month             string            `json:"month"`
-	AgencyID          string            `json:"agency_id"`
-	StatementRevision int               `json:"statement_revision"`
-	Final             bool              `json:"final"`
-	Number            string            `json:"number,omitempty"`
-	Files             []report.FileInfo `json:"files"`
-	Totals            []AgencyTotal     `json:"totals"`
+	Month             string `json:"month"`
+	AgencyID          string `json:"agency_id"`
+	StatementRevision int    `json:"statement_revision"`
+	Final             bool   `json:"final"`
+	// Issued is when the statement revision was published (a final's
+	// close).
+	Issued time.Time         `json:"issued"`
+	Number string            `json:"number,omitempty"`
+	Files  []report.FileInfo `json:"files"`
+	Totals []AgencyTotal     `json:"totals"`
 }
 
 // MailID is the outbox id of the e-mail of an agency's statement revision.
@@ -160,6 +163,10 @@ func (p *Pass) derive(s *monthclose.Statement) ([]outbox.Entry, error) {
 		}
 	}
 	agencies := agencyTotals(s)
+	issued := at
+	if m.Final() && !m.ClosesAt.IsZero() {
+		issued = m.ClosesAt.UTC() // a final statement is issued at its close
+	}
 	if m.Final() {
 		for _, ag := range agencies {
 			d := StatementData{Job: p.Job, Month: m.Month, AgencyID: ag.id, Number: p.number(m, ag.id), StatementRevision: ag.revision,
@@ -176,7 +183,7 @@ func (p *Pass) derive(s *monthclose.Statement) ([]outbox.Entry, error) {
 	}
 	if p.Email.Enabled() && (m.Final() || p.Email.Drafts) {
 		for _, ag := range agencies {
-			d := MailData{Month: m.Month, AgencyID: ag.id, StatementRevision: ag.revision, Final: m.Final(), Number: p.number(m, ag.id),
+			d := MailData{Month: m.Month, AgencyID: ag.id, StatementRevision: ag.revision, Final: m.Final(), Number: p.number(m, ag.id), Issued: issued,
 				Files: attachments(agencyFiles(m, ag.id), p.Email.Attach), Totals: ag.totals}
 			body, err := json.Marshal(d)
 			if err != nil {

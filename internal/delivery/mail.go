@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/reportjob/reportjob/internal/crashpoint"
 	"github.com/reportjob/reportjob/internal/locale"
 	"github.com/reportjob/reportjob/internal/mail"
+	moneypkg "github.com/reportjob/reportjob/internal/money"
 	"github.com/reportjob/reportjob/internal/outbox"
 )
 
@@ -55,8 +57,13 @@ func (p *Pass) Compose(ctx context.Context, e outbox.Entry, resend int) (*mail.M
 	}
 	var amounts []string
 	for _, t := range d.Totals {
-		amounts = append(amounts, t.Currency+" "+t.CommissionDue)
+		amounts = append(amounts, localMoney(loc, t.Currency, t.CommissionDue))
 	}
+	terms := p.TermsDays
+	if r.HasTerms {
+		terms = r.TermsDays
+	}
+	due := loc.Date(d.Issued.AddDate(0, 0, terms).Format(time.DateOnly))
 	month := loc.Month(d.Month)
 	issuer := p.Issuer
 	if issuer == "" {
@@ -64,7 +71,7 @@ func (p *Pass) Compose(ctx context.Context, e outbox.Entry, resend int) (*mail.M
 	}
 	subject := loc.T("mail.subject", "issuer", issuer, "number", number, "month", month)
 	body := loc.T("mail.body", "agency", name, "number", number, "month", month, "amounts", strings.Join(amounts, ", "),
-		"due", "", "instructions", p.Instructions, "contact", p.Contact, "issuer", issuer)
+		"due", due, "instructions", p.Instructions, "contact", p.Contact, "issuer", issuer)
 	if resend > 0 {
 		body = loc.T("mail.resent_note") + "\n\n" + body
 	}
@@ -118,4 +125,18 @@ func (p *Pass) sendMail(ctx context.Context, e outbox.Entry, resend bool) error 
 		return fmt.Errorf("delivery.email is not configured")
 	}
 	return p.Mailer.Send(ctx, m)
+}
+
+// localMoney writes an exact amount of currency code in the locale's way (as
+// given when it does not parse).
+func localMoney(loc *locale.Locale, code, amount string) string {
+	c, err := moneypkg.LookupCurrency(code)
+	if err != nil {
+		return code + " " + amount
+	}
+	v, err := moneypkg.ParseAmount(amount, c)
+	if err != nil {
+		return code + " " + amount
+	}
+	return loc.Money(c, moneypkg.TotalOf(v))
 }

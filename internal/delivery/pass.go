@@ -36,6 +36,9 @@ type Recipient struct {
 	LegalName string
 	Emails    []string
 	Locale    string
+	// TermsDays are the agency's own payment terms when HasTerms.
+	TermsDays int
+	HasTerms  bool
 }
 
 // Directory finds an agency's billing addresses (nil: no directory, so no
@@ -79,6 +82,9 @@ type Pass struct {
 	// Issuer names the sender in the wording ({issuer}); Contact and
 	// Instructions fill {contact} and {instructions}.
 	Issuer, Contact, Instructions string
+	// TermsDays are the issuer's payment terms: a final statement is due
+	// that many days after its close (an agency's own terms win).
+	TermsDays int
 	// Backoff is the wait before the next attempt after n failed ones
 	// (nil: outbox.Backoff).
 	Backoff func(n int) time.Duration
