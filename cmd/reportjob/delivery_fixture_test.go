@@ -134,7 +134,7 @@ var dlvSeq atomic.Int64
 // newDlv writes the scenario's directory and config; backend "embedded"
 // sends over plain SMTP, "aws" over STARTTLS with the project's
 // certificate.
-func newDlv(t *testing.T, bin, backend string) *dlv {
+func newDlv(t *testing.T, bin, backend string, moreYAML ...string) *dlv {
 	t.Helper()
 	smtpVar, apiVar, tlsMode := "RJTEST_MAILPIT_SMTP", "RJTEST_MAILPIT_API", "none"
 	if backend == "aws" {
@@ -169,6 +169,9 @@ delivery:
   webhooks:
     - {url: %q, secret_env: %s, events: [period.delivered, period.restated, statement.final, month.closed]}`,
 		dirFile, host, port, tlsMode, dlvFrom, d.tag, d.rcv.srv.URL+"/hook", dlvSecretEnv)
+	for _, y := range moreYAML {
+		top += "\n" + y
+	}
 	h := procHarness(t, backend, harnessOptions{start: "2026-01-31", period: "24h",
 		extra: "  recheck_after: []\n" + crashExtra(backend), top: top})
 	d.env = []string{dlvSecretEnv + "=" + dlvSecret, envTestDeliveryBackoff + "=0s", envTestWebhookTimeout + "=300ms"}
