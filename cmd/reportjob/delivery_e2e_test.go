@@ -135,6 +135,13 @@ func TestDeliveryE2E(t *testing.T) {
 			if dl := sum["delivery"].(map[string]any); dl["sent"] != float64(0) || dl["failed"] != float64(len(failing)) {
 				t.Errorf("second run's delivery %v: want nothing sent, %d failed again", dl, len(failing))
 			}
+			// --send: nothing new for acme; gamma still has no address (exit 1).
+			if sd, _ := d.r.cli(0, "statement", "--send", "--month", "2026-01", "--agency", "acme"); sd["delivery"].(map[string]any)["sent"] != float64(0) {
+				t.Errorf("statement --send of a statement sent already: %v", sd)
+			}
+			if sd, _ := d.r.cli(1, "statement", "--send", "--agency", "gamma"); sd["status"] != "failed" || !strings.Contains(sd["error"].(string), "gamma") {
+				t.Errorf("statement --send to an agency without an address: %v", sd)
+			}
 			// A deliberate resend is a new message.
 			rs, _ := d.r.cli(0, "statement", "--resend", "--month", "2026-01", "--agency", "acme")
 			if rs["delivery"].(map[string]any)["resent"] != float64(1) {

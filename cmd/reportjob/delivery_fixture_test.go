@@ -200,8 +200,28 @@ type dlvMail struct {
 }
 
 // mails returns what mailpit received for each agency of d (by its first
-// address).
+// address). mailpit may index a message a moment after it accepted it:
+// the search is repeated until every agency to be mailed has a message
+// (at most 5 s), then read once more a little later, so that a late copy
+// is counted too.
 func (d *dlv) mails(t *testing.T) map[string]dlvMail {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		out := d.mailsOnce(t)
+		complete := true
+		for _, a := range d.agencies {
+			complete = complete && (!a.mailed() || len(out[a.id].ids) > 0)
+		}
+		if complete || time.Now().After(deadline) {
+			time.Sleep(300 * time.Millisecond)
+			return d.mailsOnce(t)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (d *dlv) mailsOnce(t *testing.T) map[string]dlvMail {
 	t.Helper()
 	out := map[string]dlvMail{}
 	for _, a := range d.agencies {
