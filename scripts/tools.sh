@@ -7,7 +7,9 @@
 #   DuckDB for Node (npm @duckdb/node-api), the independent Parquet reader,
 #   ISO 4217 list one (npm currency-codes), the independent copy of the minor units,
 #   a self-signed certificate for the HTTPS S3 pass,
-#   faketime (apt, like java), to move a DynamoDB Local's clock.
+#   faketime (apt, like java), to move a DynamoDB Local's clock,
+#   fonts for the statement PDFs' scripts (apt: fonts-ipafont-gothic, fonts-droid-fallback,
+#   fonts-nanum, fonts-dejavu-core).
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +28,19 @@ fi
 if ! command -v faketime >/dev/null 2>&1; then
   echo "tools: faketime missing, installing faketime" >&2
   apt-get update -qq && apt-get install -y -qq faketime >/dev/null
+fi
+# Fonts for the statement PDFs' scripts tests (internal/statement/pdf,
+# docs/statements.md): Japanese, Chinese + Japanese + Korean, Korean, and
+# DejaVu Sans (Hebrew and Arabic glyphs, for the shaping fallback's tests).
+fonts=""
+[ -f /usr/share/fonts/opentype/ipafont-gothic/ipag.ttf ] || fonts="$fonts fonts-ipafont-gothic"
+[ -f /usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf ] || fonts="$fonts fonts-droid-fallback"
+[ -f /usr/share/fonts/truetype/nanum/NanumGothic.ttf ] || fonts="$fonts fonts-nanum"
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || fonts="$fonts fonts-dejavu-core"
+if [ -n "$fonts" ]; then
+  echo "tools: fonts missing, installing$fonts" >&2
+  # shellcheck disable=SC2086
+  apt-get update -qq && apt-get install -y -qq $fonts >/dev/null
 fi
 command -v node >/dev/null || { echo "tools: node is required (for npm packages)" >&2; exit 1; }
 

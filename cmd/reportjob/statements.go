@@ -1,9 +1,12 @@
 package main
 
 import (
+	"io"
+
 	"github.com/reportjob/reportjob/internal/config"
 	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/monthclose"
+	"github.com/reportjob/reportjob/internal/statement"
 	"github.com/reportjob/reportjob/internal/statement/pdf"
 )
 
@@ -11,9 +14,28 @@ import (
 func statementsConfig(cfg *config.Config) job.Statements {
 	s := job.Statements{Loc: cfg.Statements.Location, CloseAfter: cfg.Statements.CloseAfter,
 		Formats: monthclose.ParseFormats(cfg.Statements.AgencyFiles)}
-	s.RenderPDF = renderPDF
+	s.RenderPDF = pdfRenderer(statementFonts(cfg))
 	return s
 }
 
-// renderPDF renders an agency's statement PDF.
+// renderPDF renders an agency's statement PDF with the embedded fonts only.
 var renderPDF monthclose.Renderer = pdf.Render
+
+// pdfRenderer is the statement PDF renderer with the configured fonts
+// (statements.fonts; each read once per process). A font the PDF writer
+// cannot use (a .ttc collection, CFF outlines) makes every statement PDF
+// fail with the error naming the file, so that no statement is published
+// with the wrong glyphs.
+func pdfRenderer(fonts []string) monthclose.Renderer {
+	if len(fonts) == 0 {
+		return renderPDF
+	}
+	r, err := pdf.NewRenderer(fonts)
+	if err != nil {
+		return func(io.Writer, *statement.Agency) error { return err }
+	}
+	return r.Render
+}
+
+// statementFonts is statements.fonts.
+func statementFonts(cfg *config.Config) []string { return cfg.Statements.Fonts }

@@ -59,19 +59,18 @@ var (
 
 type rgb struct{ r, g, b int }
 
-// Render writes s as a PDF to w. It returns an error only when s is nil or
-// its Month is not YYYY-MM, or when w fails: any text in s prints.
-func Render(w io.Writer, s *statement.Agency) error {
-	if s == nil {
-		return fmt.Errorf("render statement pdf: nil statement: %w", ErrBadStatement)
-	}
-	month, err := time.Parse("2006-01", s.Month)
-	if err != nil {
-		return fmt.Errorf("render statement pdf: month %q is not YYYY-MM: %w", s.Month, ErrBadStatement)
-	}
-	if err := glyphs.load(); err != nil {
-		return fmt.Errorf("render statement pdf: %w", err)
-	}
+// Render writes s as a PDF to w with the embedded fonts only (no
+// statements.fonts). It returns an error only when s is nil or its Month
+// is not YYYY-MM, or when w fails: any text in s prints.
+func Render(w io.Writer, s *statement.Agency) error { return plain.Render(w, s) }
+
+// plain is the Renderer without configured fonts.
+var plain = &Renderer{}
+
+// renderLegacy writes a statement without a Doc (published before
+// version 4) as it was published then: these bytes are in its month's
+// manifest, and a restore of a final month renders them again.
+func renderLegacy(w io.Writer, s *statement.Agency, month time.Time) error {
 	d := newDoc(s, month)
 	d.titleBlock()
 	d.summary()

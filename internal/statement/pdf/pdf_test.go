@@ -19,7 +19,7 @@ import (
 	"github.com/reportjob/reportjob/internal/testenv"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.sha256 and docs/img/statement-page1.png")
+var update = flag.Bool("update", false, "rewrite testdata/*.sha256 and docs/statements/*.png")
 
 func render(t testing.TB, s *statement.Agency) []byte {
 	t.Helper()
@@ -171,7 +171,7 @@ func checkPages(t testing.TB, path, text string) int {
 // TestRenderDeterministic renders the same statement repeatedly (also
 // concurrently) and wants the same bytes, no clock in the file, no /ID in
 // the trailer, and the golden sha256 of testdata/realistic-digest.sha256.
-// With -update it rewrites that file and docs/img/statement-page1.png.
+// With -update it rewrites that file.
 // The same statement with a LegacyChain (published before digests) must
 // still give the bytes of testdata/realistic.sha256, which is never
 // rewritten: a final statement published then is restored with them.
@@ -210,7 +210,6 @@ func TestRenderDeterministic(t *testing.T) {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		writeScreenshot(t, first)
 	}
 	want, err := os.ReadFile(golden)
 	if err != nil {
@@ -218,27 +217,6 @@ func TestRenderDeterministic(t *testing.T) {
 	}
 	if got != string(want) {
 		t.Errorf("sha256 %s, golden %s: the rendering changed; look at it, then -update", strings.TrimSpace(got), strings.TrimSpace(string(want)))
-	}
-}
-
-// writeScreenshot keeps page 1 of the realistic draft statement as the
-// README's picture.
-func writeScreenshot(t testing.TB, pdf []byte) {
-	t.Helper()
-	pngs := rasterise(t, writeTemp(t, "statement.pdf", pdf), 70, "-f", "1", "-l", "1")
-	if len(pngs) != 1 {
-		t.Fatalf("pdftoppm wrote %d pages, want 1", len(pngs))
-	}
-	b, err := os.ReadFile(pngs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join("..", "..", "..", "docs", "img", "statement-page1.png")
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, b, 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,242 @@
+package pdf
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// A document's text is written in runs: maximal pieces of a string that
+// one font prints. A rune goes to the Go fonts when they have it, else to
+// the first configured font that has it, else it prints as Replacement in
+// the Go fonts.
+
+// piece is a piece of text and the font that prints it: -1 the current Go
+// family and style, i >= 0 the i-th configured font.
+type piece struct {
+	font int
+	text string
+}
+
+// needsShaping reports whether r belongs to a script whose letters change
+// shape with their neighbours or are written right to left (Arabic,
+// Hebrew, the Indic scripts, ...): the PDF writer places one glyph per
+// rune left to right, which would print them wrong. Text with such a rune
+// falls back as docs/statements.md says (the agency id instead of a name,
+// an address line left out), never as wrong or missing glyphs; but Hebrew
+// letters, which do not join, print in visual order (rtl.go).
+func needsShaping(r rune) bool {
+	return r >= 0x0590 && unicode.In(r, unicode.Hebrew, unicode.Arabic, unicode.Syriac, unicode.Thaana, unicode.Nko,
+		unicode.Samaritan, unicode.Mandaic, unicode.Devanagari, unicode.Bengali, unicode.Gurmukhi, unicode.Gujarati,
+		unicode.Oriya, unicode.Tamil, unicode.Telugu, unicode.Kannada, unicode.Malayalam, unicode.Sinhala,
+		unicode.Thai, unicode.Lao, unicode.Tibetan, unicode.Myanmar, unicode.Khmer, unicode.Mongolian)
+}
+
+// prep is s composed (NFC) with white space as spaces, invisible format
+// characters left out, and every control character and invalid byte as
+// Replacement.
+func prep(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7F {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s
+	}
+	s = norm.NFC.String(s)
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			b.WriteByte(' ')
+		case unicode.Is(unicode.Cf, r) || r >= 0xFE00 && r <= 0xFE0F:
+			// Invisible: format characters (zero-width space and joiners,
+			// bidi controls, soft hyphen) and variation selectors.
+		case r == utf8.RuneError || unicode.IsControl(r):
+			b.WriteRune(Replacement)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// runs splits s (prepared) into runs by font.
+func (d *sheet) runs(s string) []piece {
+	s = visual(prep(s), d.auto)
+	var out []piece
+	var b strings.Builder
+	cur := -1
+	for _, r := range s {
+		font := -1
+		if needsShaping(r) && !hebrewLetter(r) {
+			r = Replacement // never drawn unshaped (an agency id in such a script)
+		}
+		if !glyphs.has[r] {
+			font = -2
+			for i, e := range d.extras {
+				if e.has(r) {
+					font = i
+					break
+				}
+			}
+			if font == -2 {
+				font, r = -1, Replacement
+			}
+		}
+		if font != cur && b.Len() > 0 {
+			out = append(out, piece{cur, b.String()})
+			b.Reset()
+		}
+		cur = font
+		b.WriteRune(r)
+	}
+	if b.Len() > 0 {
+		out = append(out, piece{cur, b.String()})
+	}
+	return out
+}
+
+// use selects the font of a run in the current family, style and size.
+func (d *sheet) use(r piece) {
+	if r.font < 0 {
+		d.apply(d.family, d.style, d.size)
+		return
+	}
+	fam := extraFamily(r.font)
+	if !d.added[r.font] {
+		// Only a document whose text needs the font embeds it (a subset).
+		// A copy: fpdf writes into the bytes while it cuts the subset.
+		e := d.extras[r.font]
+		d.f.AddUTF8FontFromBytesSum(fam, "", append([]byte(nil), e.ttf...), e.sum)
+		d.added[r.font] = true
+	}
+	d.apply(fam, "", d.size)
+}
+
+// extraFamily is the family name of the i-th configured font.
+func extraFamily(i int) string { return "x" + strconv.Itoa(i) }
+
+// apply sets fpdf's font unless it is already that one: every SetFont
+// writes an operator into the page.
+func (d *sheet) apply(family, style string, size float64) {
+	if d.set.family == family && d.set.style == style && d.set.size == size {
+		return
+	}
+	d.set.family, d.set.style, d.set.size = family, style, size
+	d.f.SetFont(family, style, size)
+}
+
+// font selects the family, style and size of what follows.
+func (d *sheet) font(family, style string, size float64) {
+	d.family, d.style, d.size = family, style, size
+	d.apply(family, style, size)
+}
+
+// widthOf is the width of rs in millimetres at the current size.
+func (d *sheet) widthOf(rs []piece) float64 {
+	w := 0.0
+	for _, r := range rs {
+		d.use(r)
+		w += d.f.GetStringWidth(r.text)
+	}
+	return w
+}
+
+// cell writes s in a cell of width w and height h at the cursor, shrinking
+// the font until it fits, and moves the cursor to the cell's right. align
+// is "L", "C" or "R".
+func (d *sheet) cell(w, h float64, s, align string, fill bool) {
+	x, y := d.f.GetXY()
+	if fill {
+		d.f.Rect(x, y, w, h, "F")
+	}
+	rs := d.runs(s)
+	size := d.size
+	avail := w - 2*cellMargin
+	tw := d.widthOf(rs)
+	for d.size > 2 && tw > avail {
+		d.size -= 0.25
+		tw = d.widthOf(rs)
+	}
+	d.put(x, y, w, h, rs, tw, align)
+	d.size = size
+	d.f.SetXY(x+w, y)
+}
+
+// cellMargin is the space left and right of a cell's text, in millimetres.
+const cellMargin = 1.2
+
+// put draws rs, tw wide, in the box (x, y, w, h), vertically centred.
+func (d *sheet) put(x, y, w, h float64, rs []piece, tw float64, align string) {
+	tx := x + cellMargin
+	switch align {
+	case "R":
+		tx = x + w - cellMargin - tw
+	case "C":
+		tx = x + (w-tw)/2
+	}
+	base := y + h/2 + 0.3*d.size/d.f.GetConversionRatio()
+	for _, r := range rs {
+		d.use(r)
+		d.f.Text(tx, base, r.text)
+		tx += d.f.GetStringWidth(r.text)
+	}
+}
+
+// para writes s from the left margin x, wrapped at width w, lineH per
+// line, and leaves the cursor at x below it.
+func (d *sheet) para(x, w, lineH float64, s string) {
+	for _, line := range d.wrap(s, w-2*cellMargin) {
+		d.f.SetXY(x, d.f.GetY())
+		d.cell(w, lineH, line, "L", false)
+		d.f.Ln(lineH)
+	}
+	d.f.SetX(x)
+}
+
+// noLineStart are the characters a Japanese or Chinese line does not
+// start with (closing brackets and punctuation, small kana: kinsoku).
+const noLineStart = "、。，．・：；？！）］｝〕〉》」』】〙〗〟’”ゝゞーァィゥェォッャュョヮヵヶぁぃぅぇぉっゃゅょゎゕゖ々〻"
+
+// wrap breaks s into lines of at most w millimetres: at spaces, and
+// between any two ideographs or kana (which are not separated by spaces).
+func (d *sheet) wrap(s string, w float64) []string {
+	s = prep(s)
+	if d.widthOf(d.runs(s)) <= w {
+		return []string{s}
+	}
+	var tokens []string
+	start := 0
+	for i, r := range s {
+		switch {
+		case r == ' ':
+			tokens = append(tokens, s[start:i+1])
+			start = i + 1
+		case r >= 0x2E80 && i > start && !strings.ContainsRune(noLineStart, r):
+			tokens = append(tokens, s[start:i])
+			start = i
+		}
+	}
+	tokens = append(tokens, s[start:])
+	var lines []string
+	line := ""
+	for _, t := range tokens {
+		if line != "" && d.widthOf(d.runs(strings.TrimRight(line+t, " "))) > w {
+			lines = append(lines, strings.TrimRight(line, " "))
+			line = ""
+		}
+		line += t
+	}
+	if line = strings.TrimRight(line, " "); line != "" {
+		lines = append(lines, line)
+	}
+	return lines
+}
