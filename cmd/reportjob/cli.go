@@ -123,7 +123,7 @@ func commands() []command {
 		{"verify", "--from T --to T | --last D; [--repair [--reprice]] [--now T]", "compare delivered periods with their items and objects", cmdVerify},
 		{"ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late] [--now T]", "write transactions", cmdIngest},
 		{"statement", "[--month YYYY-MM] [--agency A] [--json] [--close] [--send | --resend] [--now T]", "print a month's statements and where their files are; --close finalises it; --send / --resend e-mail them", cmdStatement},
-		{"events", "replay --since T", "send the signed events recorded at or after T again, with the same ids", cmdEvents},
+		{"events", "replay --since T", "send the signed events timestamped at or after T again, with the same ids", cmdEvents},
 		{"status", "[--json] [--now T]", "checkpoint, how far behind, lease holder, rechecks, restatements", cmdStatus},
 		{"transactions", "--agency A | --id TX; [--from T] [--to T] [--limit N] [--cursor C] [--json]", "an agency's billed lines newest first, or where one transaction was billed or rejected", cmdTransactions},
 		{"rejects", "[--from T] [--to T] [--agency A] [--limit N] [--cursor C] [--json]", "the rejects of the delivered periods, newest first, with their reasons", cmdRejects},

@@ -26,7 +26,7 @@ func cmdEvents(ctx context.Context, c *cli, args []string) error {
 	}
 	fs := newFlags(c, "events")
 	var since timeFlag
-	fs.Var(&since, "since", "replay: send again every event recorded at or after T (RFC 3339 or YYYY-MM-DD)")
+	fs.Var(&since, "since", "replay: send again every event timestamped at or after T (RFC 3339 or YYYY-MM-DD)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
