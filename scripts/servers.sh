@@ -65,6 +65,12 @@ start)
       --smtp-tls-cert "$TOOLS/tls/cert.pem" --smtp-tls-key "$TOOLS/tls/key.pem" --smtp-require-starttls > "$run/mailpit-tls.log" 2>&1 &
   echo $! >> "$run/pids"
 
+  mailimp_port=$(free_port); mailimp_api=$(free_port)
+  "$TOOLS/bin/mailpit" --smtp "127.0.0.1:$mailimp_port" --listen "127.0.0.1:$mailimp_api" --max 0 \
+      --database "$run/mailpit-implicit.db" --disable-version-check --quiet \
+      --smtp-tls-cert "$TOOLS/tls/cert.pem" --smtp-tls-key "$TOOLS/tls/key.pem" --smtp-require-tls > "$run/mailpit-implicit.log" 2>&1 &
+  echo $! >> "$run/pids"
+
   ddb_ready() { # port
     curl -sf -X POST "http://127.0.0.1:$1/" -H 'Content-Type: application/x-amz-json-1.0' \
       -H 'X-Amz-Target: DynamoDB_20120810.ListTables' \
@@ -76,6 +82,7 @@ start)
   wait_for s3 20 curl -sf "http://127.0.0.1:$s3_port/health"
   wait_for mailpit 20 curl -sf "http://127.0.0.1:$mail_api/api/v1/info"
   wait_for mailpit-tls 20 curl -sf "http://127.0.0.1:$mailtls_api/api/v1/info"
+  wait_for mailpit-implicit 20 curl -sf "http://127.0.0.1:$mailimp_api/api/v1/info"
   wait_for s3tls 20 curl -sf --cacert "$TOOLS/tls/cert.pem" "https://127.0.0.1:$s3tls_port/health"
 
   cat > "$run/env" <<ENV
@@ -92,9 +99,11 @@ export RJTEST_MAILPIT_SMTP=127.0.0.1:$mail_port
 export RJTEST_MAILPIT_API=http://127.0.0.1:$mail_api
 export RJTEST_MAILPIT_TLS_SMTP=127.0.0.1:$mailtls_port
 export RJTEST_MAILPIT_TLS_API=http://127.0.0.1:$mailtls_api
+export RJTEST_MAILPIT_IMPLICIT_SMTP=127.0.0.1:$mailimp_port
+export RJTEST_MAILPIT_IMPLICIT_API=http://127.0.0.1:$mailimp_api
 export RJTEST_REQUIRE_SERVERS=1
 ENV
-  echo "servers: dynamodb :$ddb_port, dynalite :$dynalite_port, s3 :$s3_port, s3 https :$s3tls_port, smtp :$mail_port (api :$mail_api), smtp starttls :$mailtls_port (api :$mailtls_api)" >&2
+  echo "servers: dynamodb :$ddb_port, dynalite :$dynalite_port, s3 :$s3_port, s3 https :$s3tls_port, smtp :$mail_port (api :$mail_api), smtp starttls :$mailtls_port (api :$mailtls_api), smtp tls :$mailimp_port (api :$mailimp_api)" >&2
   ;;
 stop)
   [ -f "$run/pids" ] || exit 0

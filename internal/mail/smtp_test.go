@@ -43,11 +43,12 @@ func TestSendMailpit(t *testing.T) {
 	}{
 		{"plain", "RJTEST_MAILPIT_SMTP", "RJTEST_MAILPIT_API", "none"},
 		{"starttls", "RJTEST_MAILPIT_TLS_SMTP", "RJTEST_MAILPIT_TLS_API", "starttls"},
+		{"implicit tls", "RJTEST_MAILPIT_IMPLICIT_SMTP", "RJTEST_MAILPIT_IMPLICIT_API", "tls"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			host, port, mp := server(t, tt.smtp, tt.api)
 			c := &Client{Host: host, Port: port, TLS: tt.mode}
-			if tt.mode == "starttls" {
+			if tt.mode != "none" {
 				pem, err := os.ReadFile(os.Getenv("RJTEST_S3_CA"))
 				if err != nil {
 					t.Fatal(err)
