@@ -37,7 +37,10 @@ func TestStatementNotFound(t *testing.T) {
 		{[]string{"--month", "2026-03", "--agency", "nobody"}, "not_found", []string{`statement --agency "nobody"`, "no statement", "2026-03"}},
 		{[]string{"--agency", "nobody", "--json"}, "not_found", []string{`statement --agency "nobody"`}},
 		{[]string{"--month", "2026-13"}, "bad_usage", []string{"statement --month"}},
-		{[]string{"--number", "7"}, "bad_usage", []string{"flag provided but not defined: -number"}},
+		{[]string{"--number", "7"}, "bad_usage", []string{"statement --number", `"7"`, "PREFIX-YYYYMM-NNNNNN"}},
+		{[]string{"--number", "e2e-202603-000099"}, "not_found", []string{"statement --number e2e-202603-000099", "no statement"}},
+		{[]string{"--number", "other-202603-000001"}, "not_found", []string{`its prefix "other" is not this job's`}},
+		{[]string{"--number", "e2e-209901-000001"}, "not_found", []string{"its month 2099-01 has none"}},
 	} {
 		out, errs, code := h.run(append([]string{"statement"}, tc.args...)...)
 		sum := lastJSON(t, out)

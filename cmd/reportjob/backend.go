@@ -8,6 +8,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/directory"
 	"github.com/reportjob/reportjob/internal/dynamodb"
 	"github.com/reportjob/reportjob/internal/embedded"
 	"github.com/reportjob/reportjob/internal/filesink"
@@ -81,6 +82,9 @@ type bucket struct {
 	// close releases what the sink holds (a folder sink's temporary
 	// folder and its lock); nil when there is nothing to release.
 	close func() error
+	// getObject reads a small object of any bucket with the sink's S3
+	// client (the agency directory at s3://); nil without one.
+	getObject directory.Getter
 }
 
 // Close releases what the sink holds. Commands that write call it, so
@@ -122,9 +126,12 @@ func openBucket(ctx context.Context, c *cli) (*bucket, error) {
 			return nil, fmt.Errorf("open sink: %w", err)
 		}
 		b := sink.New(s)
+		get := func(ctx context.Context, bucket, key string) ([]byte, error) {
+			return s3sink.GetObjectBytes(ctx, client, bucket, key, directory.MaxSize)
+		}
 		return &bucket{Bucket: b, path: b.URL, init: func(ctx context.Context) error {
 			return s3sink.EnsureBucket(ctx, client, cfg.Sink.Bucket, s3c.Region)
-		}}, nil
+		}, getObject: get}, nil
 	}
 	return nil, fmt.Errorf("sink.url %q: unknown scheme", cfg.Sink.URL) // config.Load refuses it first
 }

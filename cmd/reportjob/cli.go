@@ -9,12 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/config"
+	"github.com/reportjob/reportjob/internal/directory"
 	"github.com/reportjob/reportjob/internal/embedded"
 	"github.com/reportjob/reportjob/internal/job"
 	lookups "github.com/reportjob/reportjob/internal/lookup"
@@ -80,7 +82,10 @@ func exitCode(err error) int {
 		return exitRejects
 	case errors.As(err, &ue), errors.As(err, &ce), errors.Is(err, report.ErrNoStart), errors.Is(err, job.ErrBadRange),
 		errors.Is(err, job.ErrClockAhead), errors.Is(err, monthclose.ErrNotClosable),
-		errors.Is(err, monthclose.ErrZoneChanged), errors.Is(err, errSinkHasPeriods), errors.Is(err, lookups.ErrBadCursor):
+		errors.Is(err, monthclose.ErrZoneChanged), errors.Is(err, errSinkHasPeriods), errors.Is(err, lookups.ErrBadCursor),
+		// The agency directory is input like the config: invalid, or a
+		// local file that is gone.
+		errors.Is(err, directory.ErrInvalid), errors.Is(err, monthclose.ErrDocuments) && errors.Is(err, fs.ErrNotExist):
 		return exitUsage
 	case errors.Is(err, checkpoint.ErrLeaseHeld), errors.Is(err, embedded.ErrLocked):
 		return exitLeaseHeld
@@ -122,7 +127,7 @@ func commands() []command {
 		{"schedule", "[--grace D]", "run on schedule.cron until SIGTERM/SIGINT", cmdSchedule},
 		{"verify", "--from T --to T | --last D; [--repair [--reprice]] [--now T]", "compare delivered periods with their items and objects", cmdVerify},
 		{"ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late] [--now T]", "write transactions", cmdIngest},
-		{"statement", "[--month YYYY-MM] [--agency A] [--json] [--close] [--send | --resend] [--now T]", "print a month's statements and where their files are; --close finalises it; --send / --resend e-mail them", cmdStatement},
+		{"statement", "[--month YYYY-MM] [--agency A | --number N] [--json] [--close] [--send | --resend] [--now T]", "print a month's statements and where their files are; --number finds one by its number; --close finalises it; --send / --resend e-mail them", cmdStatement},
 		{"events", "replay --since T", "send the signed events timestamped at or after T again, with the same ids", cmdEvents},
 		{"status", "[--json] [--now T]", "checkpoint, how far behind, lease holder, rechecks, restatements", cmdStatus},
 		{"transactions", "--agency A | --id TX; [--from T] [--to T] [--limit N] [--cursor C] [--json]", "an agency's billed lines newest first, or where one transaction was billed or rejected", cmdTransactions},

@@ -50,6 +50,9 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
 	cfg.Report.Start = day
 	cfg.Report.MaxPeriodsPerRun = max(cfg.Report.MaxPeriodsPerRun, int(24*time.Hour/cfg.Report.Period))
+	if err := demoDocuments(*dir, &cfg); err != nil {
+		return err
+	}
 	dc := *c
 	dc.cfg = &cfg
 	if cfg.Log.Level != "debug" {

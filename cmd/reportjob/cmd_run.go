@@ -40,10 +40,13 @@ type runSummary struct {
 	Restated          int    `json:"restated"`
 	LateItems         int64  `json:"late_items"`
 	// The monthly close at the end of the run.
-	StatementsIssued       int   `json:"statements_issued"`
-	MonthsClosed           int   `json:"months_closed,omitempty"`
-	PriorPeriodAdjustments int   `json:"prior_period_adjustments,omitempty"`
-	DurationMS             int64 `json:"duration_ms"`
+	StatementsIssued       int `json:"statements_issued"`
+	MonthsClosed           int `json:"months_closed,omitempty"`
+	PriorPeriodAdjustments int `json:"prior_period_adjustments,omitempty"`
+	// UnlistedAgencies are the agencies of the statements published that
+	// the agency directory lacks (named by id, with a warning).
+	UnlistedAgencies int   `json:"statements_unlisted_agencies,omitempty"`
+	DurationMS       int64 `json:"duration_ms"`
 	// Delivery is the delivery pass after the run (delivery.*; absent
 	// when nothing is configured).
 	Delivery     *deliverySummary `json:"delivery,omitempty"`
@@ -121,6 +124,7 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 		}
 	}
 	sum.StatementsIssued, sum.MonthsClosed, sum.PriorPeriodAdjustments = len(res.Statements.Months), res.Statements.Closed, res.Statements.Adjustments
+	sum.UnlistedAgencies = res.Statements.UnlistedAgencies
 	var held *checkpoint.HeldError
 	switch {
 	case err == nil && len(res.Periods) == 0 && len(res.Rechecks) == 0 && len(res.Statements.Months) == 0:
@@ -249,7 +253,7 @@ func (c *cli) newJob(st *store, b *bucket, onSummary func(report.SummaryRow)) *j
 			LineItems: cfg.Report.LineItems, AgencyFiles: formats,
 			Rates:   pricing.Table{Default: cfg.Commission.Default, Agencies: cfg.Commission.Agencies},
 			Version: version, SinkURL: cfg.Sink.URL,
-			Statements: statementsConfig(cfg),
+			Statements: statementsConfig(cfg, b),
 		},
 		Source: st.Source, Index: st.Index, State: st, Bucket: b.Bucket,
 		Owner: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), c.runID), RunID: c.runID, LeaseTTL: cfg.Report.LeaseTTL,
@@ -276,7 +280,8 @@ func (c *cli) pushMetrics(ctx context.Context, sum runSummary, res job.Result, s
 		Transactions: sum.Transactions, Rejects: sum.Rejects, Duplicates: sum.Duplicates,
 		Rechecks: sum.Rechecks, RechecksRemaining: sum.RechecksRemaining, Restatements: sum.Restated, LateItems: sum.LateItems,
 		StatementsIssued: sum.StatementsIssued, MonthsClosed: sum.MonthsClosed, PriorPeriodAdjustments: sum.PriorPeriodAdjustments,
-		Delivery: deliveryMetrics(sum.Delivery),
+		UnlistedAgencies: sum.UnlistedAgencies,
+		Delivery:         deliveryMetrics(sum.Delivery),
 	}
 	if !res.Checkpoint.IsZero() {
 		now := opts.Now

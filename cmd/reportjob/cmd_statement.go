@@ -28,6 +28,8 @@ type statementSummary struct {
 	Agencies          int      `json:"agencies"`
 	Adjustments       int      `json:"prior_period_adjustments"`
 	Manifest          string   `json:"manifest,omitempty"`
+	Agency            string   `json:"agency_id,omitempty"`        // with --number: whose statement it is
+	Number            string   `json:"statement_number,omitempty"` // with --agency or --number
 	Files             []string `json:"files,omitempty"`
 	Closed            bool     `json:"closed,omitempty"`
 	// Delivery is what statement --send / --resend sent.
@@ -48,6 +50,7 @@ type statementLine struct {
 	PriorPeriodAdjustments string `json:"prior_period_adjustments"`
 	CommissionDue          string `json:"commission_due"`
 	StatementRevision      int32  `json:"statement_revision"`
+	StatementNumber        string `json:"statement_number,omitempty"` // none in a month published before numbers
 }
 
 func cmdStatement(ctx context.Context, c *cli, args []string) error {
@@ -58,6 +61,7 @@ func cmdStatement(ctx context.Context, c *cli, args []string) error {
 	closeM := fs.Bool("close", false, "finalise --month now, before statements.close_after (takes the lease)")
 	send := fs.Bool("send", false, "e-mail the final statements not sent yet (of --month, --agency when given; takes the lease)")
 	resend := fs.Bool("resend", false, "e-mail --month's final statements again on purpose, as new messages (--agency: only that one)")
+	number := fs.String("number", "", "the statement with this number (PREFIX-YYYYMM-NNNNNN): its month and agency")
 	var now timeFlag
 	fs.Var(&now, "now", "fix the report clock (replay and tests)")
 	if err := parseFlags(fs, args); err != nil {
@@ -65,10 +69,20 @@ func cmdStatement(ctx context.Context, c *cli, args []string) error {
 	}
 	sum := statementSummary{Command: "statement", Job: c.cfg.JobName, Month: *month}
 	var err error
-	if *send || *resend {
-		err = c.statementSend(ctx, &sum, *month, *agency, *resend, *closeM)
-	} else {
-		err = c.statement(ctx, &sum, *month, *agency, *asJSON, *closeM, now.t)
+	if *number != "" {
+		*month, err = c.numberMonth(*number, *month, *agency, *closeM)
+		sum.Month = *month
+	}
+	switch {
+	case err != nil:
+	case *send || *resend:
+		if *number != "" {
+			err = usagef("statement: --number goes without --send and --resend (use --month and --agency)")
+		} else {
+			err = c.statementSend(ctx, &sum, *month, *agency, *resend, *closeM)
+		}
+	default:
+		err = c.statement(ctx, &sum, *month, *agency, *number, *asJSON, *closeM, now.t)
 	}
 	sum.Status = "ok"
 	if err != nil {
@@ -78,7 +92,7 @@ func cmdStatement(ctx context.Context, c *cli, args []string) error {
 	return err
 }
 
-func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agency string, asJSON, closeM bool, now time.Time) error {
+func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agency, number string, asJSON, closeM bool, now time.Time) error {
 	if closeM && month == "" {
 		return usagef("statement --close needs --month")
 	}
@@ -123,6 +137,9 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 		sum.Month = month
 	}
 	s, err := rd.Read(ctx, month)
+	if errors.Is(err, monthclose.ErrNoStatement) && number != "" {
+		return notFoundf("statement --number %s: %w with this number: its month %s has none (months with one: %s)", number, err, month, c.statementMonths(ctx, rd))
+	}
 	if errors.Is(err, monthclose.ErrNoStatement) {
 		return notFoundf("statement --month %s: %w (months with one: %s)", month, err, c.statementMonths(ctx, rd))
 	}
@@ -130,6 +147,12 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 		return err
 	}
 	m := s.Manifest
+	if number != "" {
+		if agency, err = numberAgency(m, number); err != nil {
+			return err
+		}
+		sum.Agency = agency
+	}
 	sum.StatementStatus, sum.StatementRevision = m.Status, m.StatementRevision
 	if !m.Final() {
 		sum.ClosesAt = m.ClosesAt.UTC().Format(time.RFC3339)
@@ -156,7 +179,7 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 			c.printLine(statementLine{Month: r.Month, Status: r.Status, AgencyID: r.AgencyID, Currency: cur.Code,
 				PurchaseCount: r.PurchaseCount, RefundCount: r.RefundCount, Net: cur.FormatTotal(r.Net),
 				Commission: cur.FormatTotal(r.Commission), PriorPeriodAdjustments: cur.FormatTotal(r.PriorPeriodAdjustments),
-				CommissionDue: cur.FormatTotal(r.CommissionDue), StatementRevision: r.StatementRevision})
+				CommissionDue: cur.FormatTotal(r.CommissionDue), StatementRevision: r.StatementRevision, StatementNumber: r.StatementNumber})
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", clip(r.AgencyID, 24), cur.Code, r.PurchaseCount, r.RefundCount,
@@ -180,6 +203,10 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 	if agency != "" {
 		if len(agencies) == 0 {
 			return notFoundf("statement --agency %q: %w for agency %q in %s (%d agencies have one)", agency, monthclose.ErrNoStatement, agency, month, statementAgencies(s))
+		}
+		sum.Number = agencyNumber(m, agency)
+		if !asJSON && sum.Number != "" {
+			fmt.Fprintf(c.stdout, "statement number: %s\n", sum.Number)
 		}
 		for _, k := range monthclose.AgencyFiles(m, agency) {
 			sum.Files = append(sum.Files, c.cfg.Sink.URL+"/"+k)

@@ -212,7 +212,11 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		fmt.Fprintf(w, "statements:   none yet\n")
 	default:
 		for _, m := range r.OpenMonths {
-			fmt.Fprintf(w, "statements:   %s %s (revision %d), final after %s\n", m.Month, m.Status, m.Revision, m.ClosesAt)
+			fmt.Fprintf(w, "statements:   %s %s (revision %d), final after %s", m.Month, m.Status, m.Revision, m.ClosesAt)
+			if m.UnlistedAgencies > 0 {
+				fmt.Fprintf(w, "; %d agencies not in the agency directory", m.UnlistedAgencies)
+			}
+			fmt.Fprintln(w)
 		}
 		if m := r.LastFinalMonth; m != nil {
 			fmt.Fprintf(w, "statements:   %s final (revision %d), the last final month\n", m.Month, m.Revision)

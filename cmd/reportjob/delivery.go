@@ -87,8 +87,7 @@ func (c *cli) newPass(ctx context.Context, st *store, b *bucket, j *job.Job, dir
 	p := &delivery.Pass{Job: cfg.JobName, Email: em, Webhooks: cfg.Delivery.Webhooks, Statements: j.Reader(dir),
 		Objects: objects{b}, Outbox: st.outbox, Getenv: func(k string) string { return getenv(c.env, k) },
 		Issuer: cfg.Statements.Issuer.LegalName, Contact: cfg.Statements.Issuer.Contact,
-		Instructions: cfg.Statements.Issuer.PaymentInstructions, TermsDays: cfg.Statements.Issuer.PaymentTermsDays, Clock: j.Now, Log: c.log,
-		Number: func(m *monthclose.Manifest, agency string) string { return statementNumber(m, agency) }}
+		Instructions: cfg.Statements.Issuer.PaymentInstructions, TermsDays: cfg.Statements.Issuer.PaymentTermsDays, Clock: j.Now, Log: c.log}
 	if em.Enabled() {
 		pw, err := em.Password(func(k string) string { return getenv(c.env, k) })
 		if err != nil {
@@ -164,5 +163,10 @@ func deliveryMetrics(s *deliverySummary) *metrics.Delivery {
 // statementNumber is the agency's statement number recorded in the month
 // manifest ("" when it records none).
 func statementNumber(m *monthclose.Manifest, agency string) string {
+	for _, e := range m.Agencies {
+		if e.AgencyID == agency {
+			return e.Number
+		}
+	}
 	return ""
 }

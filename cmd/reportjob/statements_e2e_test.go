@@ -444,8 +444,8 @@ func TestStatementsDSTEmbedded(t *testing.T) {
 	}
 	var days []string
 	for _, line := range strings.Split(string(h.read(h.sink(), csvKey)), "\n") {
-		if f := strings.Split(line, ","); len(f) > 15 && f[4] == "day" {
-			days = append(days, f[5]+"="+f[15])
+		if f := strings.Split(line, ","); len(f) > 18 && f[5] == "day" {
+			days = append(days, f[6]+"="+f[18])
 		}
 	}
 	if got := strings.Join(days, " "); got != "2026-03-29=30.00 2026-03-30=30.00 2026-03-31=40.00" {

@@ -117,6 +117,14 @@ type MailData struct {
 	Number string            `json:"number,omitempty"`
 	Files  []report.FileInfo `json:"files"`
 	Totals []AgencyTotal     `json:"totals"`
+	// Due is the due date the statement prints (YYYY-MM-DD), and Issuer,
+	// Contact and Instructions its issuer's wording, as the month
+	// manifest recorded them ("" in a month published before statements
+	// were documents: the configuration's are used).
+	Due          string `json:"due,omitempty"`
+	Issuer       string `json:"issuer,omitempty"`
+	Contact      string `json:"contact,omitempty"`
+	Instructions string `json:"instructions,omitempty"`
 }
 
 // MailID is the outbox id of the e-mail of an agency's statement revision.
@@ -185,6 +193,7 @@ func (p *Pass) derive(s *monthclose.Statement) ([]outbox.Entry, error) {
 		for _, ag := range agencies {
 			d := MailData{Month: m.Month, AgencyID: ag.id, StatementRevision: ag.revision, Final: m.Final(), Number: p.number(m, ag.id), Issued: issued,
 				Files: attachments(agencyFiles(m, ag.id), p.Email.Attach), Totals: ag.totals}
+			document(m, ag.id, &d)
 			body, err := json.Marshal(d)
 			if err != nil {
 				return nil, err
@@ -195,13 +204,36 @@ func (p *Pass) derive(s *monthclose.Statement) ([]outbox.Entry, error) {
 	return out, nil
 }
 
-// number is the statement number of agency in m ("" until numbers are
-// recorded in the month manifest).
+// number is the statement number of agency in m ("" in a month published
+// before numbers).
 func (p *Pass) number(m *monthclose.Manifest, agency string) string {
-	if p.Number == nil {
-		return ""
+	for _, e := range m.Agencies {
+		if e.AgencyID == agency {
+			return e.Number
+		}
 	}
-	return p.Number(m, agency)
+	return ""
+}
+
+// document fills d's dates and issuer from m's document record, when m
+// has one: the e-mail says what the statement prints.
+func document(m *monthclose.Manifest, agency string, d *MailData) {
+	doc := m.Document
+	if doc == nil {
+		return
+	}
+	d.Issuer, d.Contact, d.Instructions = doc.Issuer.LegalName, doc.Issuer.Contact, doc.PaymentInstructions
+	issued, err := time.Parse(time.DateOnly, doc.IssueDate)
+	if err != nil {
+		return
+	}
+	terms := doc.PaymentTermsDays
+	for _, e := range m.Agencies {
+		if e.AgencyID == agency && e.PaymentTermsDays > 0 {
+			terms = e.PaymentTermsDays
+		}
+	}
+	d.Due = issued.AddDate(0, 0, terms).Format(time.DateOnly)
 }
 
 type agencyStatement struct {

@@ -59,19 +59,26 @@ func (p *Pass) Compose(ctx context.Context, e outbox.Entry, resend int) (*mail.M
 	for _, t := range d.Totals {
 		amounts = append(amounts, localMoney(loc, t.Currency, t.CommissionDue))
 	}
-	terms := p.TermsDays
-	if r.HasTerms {
-		terms = r.TermsDays
+	due := d.Due
+	if due == "" {
+		terms := p.TermsDays
+		if r.HasTerms {
+			terms = r.TermsDays
+		}
+		due = d.Issued.AddDate(0, 0, terms).Format(time.DateOnly)
 	}
-	due := loc.Date(d.Issued.AddDate(0, 0, terms).Format(time.DateOnly))
+	due = loc.Date(due)
 	month := loc.Month(d.Month)
-	issuer := p.Issuer
+	issuer, contact, instructions := p.Issuer, p.Contact, p.Instructions
+	if d.Issuer != "" {
+		issuer, contact, instructions = d.Issuer, d.Contact, d.Instructions
+	}
 	if issuer == "" {
 		issuer = p.Job
 	}
 	subject := loc.T("mail.subject", "issuer", issuer, "number", number, "month", month)
 	body := loc.T("mail.body", "agency", name, "number", number, "month", month, "amounts", strings.Join(amounts, ", "),
-		"due", due, "instructions", p.Instructions, "contact", p.Contact, "issuer", issuer)
+		"due", due, "instructions", instructions, "contact", contact, "issuer", issuer)
 	if resend > 0 {
 		body = loc.T("mail.resent_note") + "\n\n" + body
 	}

@@ -76,11 +76,9 @@ type Pass struct {
 	Poster     Poster
 	// Getenv looks up the endpoints' secrets (secret_env).
 	Getenv func(string) string
-	// Number returns an agency's statement number in a month manifest
-	// (nil: none).
-	Number func(m *monthclose.Manifest, agency string) string
 	// Issuer names the sender in the wording ({issuer}); Contact and
-	// Instructions fill {contact} and {instructions}.
+	// Instructions fill {contact} and {instructions}: the configuration's,
+	// for a month whose manifest recorded none.
 	Issuer, Contact, Instructions string
 	// TermsDays are the issuer's payment terms: a final statement is due
 	// that many days after its close (an agency's own terms win).

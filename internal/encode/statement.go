@@ -12,9 +12,30 @@ import (
 	"github.com/reportjob/reportjob/internal/statement"
 )
 
-// statementRecord is one row of statements/month=M/statements-H.parquet
+// statementRecordNumbered is one row of statements/month=M/statements-H.parquet
 // and of an agency's statement-H.parquet: one agency's month in one
-// currency. Field order is column order.
+// currency. Field order is column order. statementRecord is the layout
+// before statement numbers (no statement_number column; its Go type name
+// is the file's schema name, so it keeps it), written for a month whose
+// statements have none (published before them: a restore gives their
+// bytes again) and read back alike.
+type statementRecordNumbered struct {
+	Month                  string   `parquet:"month"`
+	Status                 string   `parquet:"status"`
+	AgencyID               string   `parquet:"agency_id"`
+	Currency               string   `parquet:"currency"`
+	PurchaseCount          int64    `parquet:"purchase_count"`
+	RefundCount            int64    `parquet:"refund_count"`
+	Gross                  [16]byte `parquet:"gross_amount,decimal(4:38)"`
+	Refunds                [16]byte `parquet:"refund_amount,decimal(4:38)"`
+	Net                    [16]byte `parquet:"net_amount,decimal(4:38)"`
+	Commission             [16]byte `parquet:"commission_amount,decimal(4:38)"`
+	PriorPeriodAdjustments [16]byte `parquet:"prior_period_adjustments,decimal(4:38)"`
+	CommissionDue          [16]byte `parquet:"commission_due,decimal(4:38)"`
+	StatementRevision      int32    `parquet:"statement_revision"`
+	StatementNumber        string   `parquet:"statement_number"`
+}
+
 type statementRecord struct {
 	Month                  string   `parquet:"month"`
 	Status                 string   `parquet:"status"`
@@ -32,15 +53,18 @@ type statementRecord struct {
 }
 
 // WriteStatementsParquet writes one row per agency and currency of stmts
-// (sorted by agency id, each's lines by currency) to w.
+// (sorted by agency id, each's lines by currency) to w: with a
+// statement_number column unless no statement has a number.
 func WriteStatementsParquet(w io.Writer, stmts []*statement.Agency) error {
-	var recs []statementRecord
+	var recs []statementRecordNumbered
+	numbered := false
 	for _, s := range stmts {
+		numbered = numbered || s.Doc.Number != ""
 		for _, l := range s.Lines {
 			d := decimals{cur: l.Currency, what: func() string {
 				return fmt.Sprintf("agency %q currency %s", s.AgencyID, l.Currency.Code)
 			}}
-			recs = append(recs, statementRecord{
+			recs = append(recs, statementRecordNumbered{
 				Month: s.Month, Status: string(s.Status), AgencyID: s.AgencyID, Currency: l.Currency.Code,
 				PurchaseCount: l.PurchaseCount, RefundCount: l.RefundCount,
 				Gross: d.d38("gross_amount", l.Gross), Refunds: d.d38("refund_amount", l.Refunds),
@@ -48,13 +72,24 @@ func WriteStatementsParquet(w io.Writer, stmts []*statement.Agency) error {
 				PriorPeriodAdjustments: d.d38("prior_period_adjustments", l.PriorPeriodAdjustments),
 				CommissionDue:          d.d38("commission_due", l.CommissionDue),
 				StatementRevision:      int32(s.Revision),
+				StatementNumber:        s.Doc.Number,
 			})
 			if d.err != nil {
 				return fmt.Errorf("write statements parquet: %w", d.err)
 			}
 		}
 	}
-	return writeAll(w, "statements", recs)
+	if numbered {
+		return writeAll(w, "statements", recs)
+	}
+	v3 := make([]statementRecord, len(recs))
+	for i, r := range recs {
+		v3[i] = statementRecord{Month: r.Month, Status: r.Status, AgencyID: r.AgencyID, Currency: r.Currency,
+			PurchaseCount: r.PurchaseCount, RefundCount: r.RefundCount, Gross: r.Gross, Refunds: r.Refunds, Net: r.Net,
+			Commission: r.Commission, PriorPeriodAdjustments: r.PriorPeriodAdjustments, CommissionDue: r.CommissionDue,
+			StatementRevision: r.StatementRevision}
+	}
+	return writeAll(w, "statements", v3)
 }
 
 // StatementRow is one row of a statements Parquet file, read back.
@@ -63,11 +98,30 @@ type StatementRow struct {
 	Currency                money.Currency
 	statement.Line
 	StatementRevision int32
+	// StatementNumber is "" in a file written before statement numbers.
+	StatementNumber string
 }
 
-// ReadStatementsParquet reads a statements Parquet file.
+// ReadStatementsParquet reads a statements Parquet file (either layout).
 func ReadStatementsParquet(r io.ReaderAt, size int64) ([]StatementRow, error) {
-	recs, err := parquet.Read[statementRecord](r, size)
+	pf, err := parquet.OpenFile(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("read statements parquet: %w", err)
+	}
+	var recs []statementRecordNumbered
+	if _, ok := pf.Schema().Lookup("statement_number"); ok {
+		recs, err = parquet.Read[statementRecordNumbered](r, size)
+	} else {
+		var v3 []statementRecord
+		v3, err = parquet.Read[statementRecord](r, size)
+		recs = make([]statementRecordNumbered, len(v3))
+		for i, x := range v3 {
+			recs[i] = statementRecordNumbered{Month: x.Month, Status: x.Status, AgencyID: x.AgencyID, Currency: x.Currency,
+				PurchaseCount: x.PurchaseCount, RefundCount: x.RefundCount, Gross: x.Gross, Refunds: x.Refunds, Net: x.Net,
+				Commission: x.Commission, PriorPeriodAdjustments: x.PriorPeriodAdjustments, CommissionDue: x.CommissionDue,
+				StatementRevision: x.StatementRevision}
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read statements parquet: %w", err)
 	}
@@ -78,7 +132,7 @@ func ReadStatementsParquet(r io.ReaderAt, size int64) ([]StatementRow, error) {
 			return nil, fmt.Errorf("read statements parquet: row %d: %w", i, err)
 		}
 		row := StatementRow{Month: rec.Month, Status: rec.Status, AgencyID: rec.AgencyID, Currency: c,
-			StatementRevision: rec.StatementRevision}
+			StatementRevision: rec.StatementRevision, StatementNumber: rec.StatementNumber}
 		row.Line.Currency = c
 		row.PurchaseCount, row.RefundCount = rec.PurchaseCount, rec.RefundCount
 		for _, f := range []struct {
@@ -96,10 +150,13 @@ func ReadStatementsParquet(r io.ReaderAt, size int64) ([]StatementRow, error) {
 }
 
 // statementCSVHeader: an agency's statement as one table. Every row
-// carries the statement's month, status and revision; `line` says what
-// the row is:
+// carries the statement's number, month, status and revision; `line` says
+// what the row is:
 //
 //	total       the month in one currency (prior_period_adjustments and commission_due set)
+//	rate        the commission applied at one rate: date and date_to the run of days,
+//	            commission_bps the rate (empty: unknown), net_amount the base, commission_amount
+//	            what it earned
 //	day         one day (in the statement's zone) in one currency
 //	adjustment  a prior-period adjustment: the period, the revision it leads to, the reason, the
 //	            differences, and that revision's digest (the audit chain of the line)
@@ -109,7 +166,20 @@ func ReadStatementsParquet(r io.ReaderAt, size int64) ([]StatementRow, error) {
 // revision. A statement with a LegacyChain (published before digests)
 // has manifest_sha256 there instead, the period manifest's sha256, and
 // none on its adjustment lines.
+//
+// A statement published before statement numbers (no Doc.Number and no
+// rate lines) is written in the layout of then, statementCSVHeaderV3
+// (no statement_number, date_to, commission_bps, no rate lines), so that a
+// restore gives its bytes again; ReadStatementCSV reads both.
 var statementCSVHeader = []string{
+	"agency_id", "statement_number", "month", "status", "statement_revision", "line", "date", "date_to",
+	"period_start", "period_end", "period_revision", "reason", "currency", "commission_bps", "purchase_count", "refund_count",
+	"gross_amount", "refund_amount", "net_amount", "commission_amount",
+	"prior_period_adjustments", "commission_due", "period_digest",
+}
+
+// statementCSVHeaderV3 is the layout before statement numbers.
+var statementCSVHeaderV3 = []string{
 	"agency_id", "month", "status", "statement_revision", "line", "date", "period_start", "period_end",
 	"period_revision", "reason", "currency", "purchase_count", "refund_count",
 	"gross_amount", "refund_amount", "net_amount", "commission_amount",
@@ -122,58 +192,83 @@ const (
 	colManifestSHA256 = "manifest_sha256"
 )
 
+// csvRow is one row of a statement CSV by column name.
+type csvRow map[string]string
+
 // WriteStatementCSV writes s as an agency's statement-H.csv.
 func WriteStatementCSV(w io.Writer, s *statement.Agency) error {
 	header := statementCSVHeader
+	if s.Doc.Number == "" && len(s.Rates) == 0 {
+		header = statementCSVHeaderV3
+	}
+	header = slices.Clone(header)
+	last := colDigest
 	if s.LegacyChain {
-		header = append(slices.Clone(header[:len(header)-1]), colManifestSHA256)
+		last = colManifestSHA256
+		header[len(header)-1] = last
 	}
 	cw, err := newCSV(w, header)
 	if err != nil {
 		return fmt.Errorf("write statement csv: header: %w", err)
 	}
-	head := []string{csvText(s.AgencyID), s.Month, string(s.Status), strconv.Itoa(s.Revision)}
-	amounts := func(c money.Currency, t *statement.Totals) []string {
-		return []string{csvText(c.Code), strconv.FormatInt(t.PurchaseCount, 10), strconv.FormatInt(t.RefundCount, 10),
-			c.FormatTotal(t.Gross), c.FormatTotal(t.Refunds), c.FormatTotal(t.Net), c.FormatTotal(t.Commission)}
-	}
-	row := func(cells ...[]string) error {
-		var rec []string
-		for _, c := range cells {
-			rec = append(rec, c...)
+	rec := make([]string, len(header))
+	write := func(r csvRow) error {
+		r["agency_id"], r["statement_number"], r["month"] = csvText(s.AgencyID), csvText(s.Doc.Number), s.Month
+		r["status"], r["statement_revision"] = string(s.Status), strconv.Itoa(s.Revision)
+		for i, col := range header {
+			rec[i] = r[col]
 		}
-		return cw.Write(rec)
-	}
-	none := func(n int) []string { return make([]string, n) }
-	for _, l := range s.Lines {
-		if err := row(head, []string{"total"}, none(5), amounts(l.Currency, &l.Totals),
-			[]string{l.Currency.FormatTotal(l.PriorPeriodAdjustments), l.Currency.FormatTotal(l.CommissionDue), ""}); err != nil {
+		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write statement csv: %w", err)
+		}
+		return nil
+	}
+	amounts := func(r csvRow, c money.Currency, t *statement.Totals) csvRow {
+		r["currency"], r["purchase_count"], r["refund_count"] = csvText(c.Code), strconv.FormatInt(t.PurchaseCount, 10), strconv.FormatInt(t.RefundCount, 10)
+		r["gross_amount"], r["refund_amount"], r["net_amount"], r["commission_amount"] = c.FormatTotal(t.Gross), c.FormatTotal(t.Refunds),
+			c.FormatTotal(t.Net), c.FormatTotal(t.Commission)
+		return r
+	}
+	for _, l := range s.Lines {
+		r := amounts(csvRow{"line": "total"}, l.Currency, &l.Totals)
+		r["prior_period_adjustments"], r["commission_due"] = l.Currency.FormatTotal(l.PriorPeriodAdjustments), l.Currency.FormatTotal(l.CommissionDue)
+		if err := write(r); err != nil {
+			return err
+		}
+	}
+	for _, l := range s.Rates {
+		r := csvRow{"line": "rate", "date": l.From, "date_to": l.To, "currency": csvText(l.Currency.Code),
+			"net_amount": l.Currency.FormatTotal(l.Base), "commission_amount": l.Currency.FormatTotal(l.Commission)}
+		if l.BPS != statement.UnknownBPS {
+			r["commission_bps"] = strconv.Itoa(int(l.BPS))
+		}
+		if err := write(r); err != nil {
+			return err
 		}
 	}
 	for _, d := range s.Days {
-		if err := row(head, []string{"day", d.Date}, none(4), amounts(d.Currency, &d.Totals), none(3)); err != nil {
-			return fmt.Errorf("write statement csv: %w", err)
+		if err := write(amounts(csvRow{"line": "day", "date": d.Date}, d.Currency, &d.Totals)); err != nil {
+			return err
 		}
 	}
 	for _, a := range s.Adjustments {
-		digest := a.Digest
-		if s.LegacyChain {
-			digest = ""
+		r := amounts(csvRow{"line": "adjustment", "period_start": csvTime(a.Period.Start), "period_end": csvTime(a.Period.End),
+			"period_revision": strconv.Itoa(a.ToRevision), "reason": a.Reason}, a.Currency, &a.Totals)
+		if !s.LegacyChain {
+			r[last] = a.Digest
 		}
-		if err := row(head, []string{"adjustment", "", csvTime(a.Period.Start), csvTime(a.Period.End), strconv.Itoa(a.ToRevision), a.Reason},
-			amounts(a.Currency, &a.Totals), none(2), []string{digest}); err != nil {
-			return fmt.Errorf("write statement csv: %w", err)
+		if err := write(r); err != nil {
+			return err
 		}
 	}
 	for _, p := range s.Periods {
-		digest := p.Digest
+		r := csvRow{"line": "period", "period_start": csvTime(p.Period.Start), "period_end": csvTime(p.Period.End),
+			"period_revision": strconv.Itoa(p.Revision), last: p.Digest}
 		if s.LegacyChain {
-			digest = p.ManifestSHA256
+			r[last] = p.ManifestSHA256
 		}
-		if err := row(head, []string{"period", "", csvTime(p.Period.Start), csvTime(p.Period.End), strconv.Itoa(p.Revision), ""},
-			none(7), none(2), []string{digest}); err != nil {
-			return fmt.Errorf("write statement csv: %w", err)
+		if err := write(r); err != nil {
+			return err
 		}
 	}
 	return flushCSV(cw, "statement")

@@ -16,6 +16,9 @@ type Statements struct {
 	Formats    monthclose.Formats
 	// RenderPDF renders an agency's statement PDF (nil: no PDF).
 	RenderPDF monthclose.Renderer
+	// Docs is what the statements are made documents with (the agency
+	// directory, statements.issuer).
+	Docs monthclose.Documents
 }
 
 // closer returns the run's monthly close.
@@ -28,7 +31,7 @@ func (r *runner) closer() *monthclose.Closer {
 	c := &monthclose.Closer{
 		Periods: r.publisher(), Job: r.j.Name, Version: r.j.Version, RunID: r.j.RunID, Loc: loc,
 		CloseAfter: s.CloseAfter, Formats: s.Formats, RenderPDF: s.RenderPDF, Concurrency: r.j.Concurrency,
-		Dir: r.scratch.Path, Log: r.j.Log, Now: r.j.now,
+		Dir: r.scratch.Path, Log: r.j.Log, Now: r.j.now, Docs: s.Docs,
 	}
 	if r.lease != nil {
 		c.Fence = r.lease
@@ -88,7 +91,8 @@ func (j *Job) Reader(dir string) *monthclose.Closer {
 		loc = time.UTC
 	}
 	return &monthclose.Closer{Periods: r.publisher(), Job: j.Name, Version: j.Version, RunID: j.RunID, Loc: loc,
-		CloseAfter: j.Statements.CloseAfter, Formats: j.Statements.Formats, Concurrency: j.Concurrency, Dir: dir, Log: j.Log}
+		CloseAfter: j.Statements.CloseAfter, Formats: j.Statements.Formats, Concurrency: j.Concurrency, Dir: dir, Log: j.Log,
+		Docs: j.Statements.Docs}
 }
 
 // verifyMonths checks the statements of the months ps touch (see

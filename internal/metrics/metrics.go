@@ -50,6 +50,7 @@ const (
 	Restatements            = "reportjob_restatements"
 	LateItems               = "reportjob_late_items"
 	StatementsIssued        = "reportjob_statements_issued"
+	UnlistedAgencies        = "reportjob_statements_unlisted_agencies"
 	MonthsClosed            = "reportjob_months_closed"
 	PriorPeriodAdjustments  = "reportjob_prior_period_adjustments"
 	DeliverySent            = "reportjob_delivery_sent"
@@ -95,6 +96,9 @@ type Run struct {
 	// final, and PriorPeriodAdjustments the restatements of final months'
 	// periods it booked.
 	StatementsIssued, MonthsClosed, PriorPeriodAdjustments int
+	// UnlistedAgencies are the agencies of the statements the run
+	// published that the agency directory lacks.
+	UnlistedAgencies int
 	// Delivery is the run's delivery pass (nil: delivery is not
 	// configured, and its metrics are not pushed).
 	Delivery *Delivery
@@ -160,6 +164,7 @@ func Push(ctx context.Context, pushgatewayURL string, r Run, client *http.Client
 	gauge(StatementsIssued, "Month statements (draft revisions and final ones) the last run published.", float64(r.StatementsIssued))
 	gauge(MonthsClosed, "Months the last run made final.", float64(r.MonthsClosed))
 	gauge(PriorPeriodAdjustments, "Restatements of final months' periods the last run booked as prior-period adjustments.", float64(r.PriorPeriodAdjustments))
+	gauge(UnlistedAgencies, "Agencies of the statements the last run published that the agency directory (statements.directory) lacks.", float64(r.UnlistedAgencies))
 	if d := r.Delivery; d != nil {
 		gauge(DeliverySent, "E-mails and events the last run delivered.", float64(d.Sent))
 		gauge(DeliveryFailures, "Delivery attempts (e-mail, events) that failed in the last run; later runs try again.", float64(d.Failures))

@@ -125,7 +125,7 @@ func sampleRun(success bool) Run {
 		Transactions: 1234, Rejects: 5, Duplicates: 7,
 		LagSeconds: 3720.5,
 		Rechecks:   4, RechecksRemaining: 1, Restatements: 2, LateItems: 9,
-		StatementsIssued: 2, MonthsClosed: 1, PriorPeriodAdjustments: 3,
+		StatementsIssued: 2, MonthsClosed: 1, PriorPeriodAdjustments: 3, UnlistedAgencies: 4,
 	}
 }
 
@@ -163,6 +163,7 @@ func TestPushSuccess(t *testing.T) {
 		StatementsIssued:        2,
 		MonthsClosed:            1,
 		PriorPeriodAdjustments:  3,
+		UnlistedAgencies:        4,
 	}
 	for name, v := range want {
 		if got := gaugeValue(t, req.families, name); got != v {
@@ -200,8 +201,8 @@ func TestPushFailure(t *testing.T) {
 	if got := gaugeValue(t, req.families, PeriodsRemaining); got != 2 {
 		t.Errorf("%s = %v, want 2", PeriodsRemaining, got)
 	}
-	if len(req.families) != 16 {
-		t.Errorf("pushed %d metrics, want 16: %v", len(req.families), slices.Sorted(maps.Keys(req.families)))
+	if len(req.families) != 17 {
+		t.Errorf("pushed %d metrics, want 17: %v", len(req.families), slices.Sorted(maps.Keys(req.families)))
 	}
 }
 

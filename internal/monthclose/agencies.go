@@ -36,8 +36,9 @@ const digestVersion = "reportjob.statement-digest/1"
 // agencyRevisions sets the revision of each of stmts (built at revision)
 // from prev: an agency whose statement is unchanged since prev keeps
 // prev's revision and files (returned in kept, by agency id). It returns
-// the entries man lists.
-func agencyRevisions(stmts []*statement.Agency, prev, man *Manifest, revision int) ([]AgencyEntry, map[string][]report.FileInfo) {
+// the entries man lists. logoSHA is the sha256 of the logo the statements
+// share (their Doc.Logo), hashed in place of its bytes.
+func agencyRevisions(stmts []*statement.Agency, prev, man *Manifest, revision int, logoSHA string) ([]AgencyEntry, map[string][]report.FileInfo) {
 	var before map[string]AgencyEntry
 	var files map[string][]report.FileInfo
 	if prev != nil && slices.Equal(prev.AgencyFiles, man.AgencyFiles) {
@@ -51,7 +52,7 @@ func agencyRevisions(stmts []*statement.Agency, prev, man *Manifest, revision in
 	entries := make([]AgencyEntry, len(stmts))
 	for i, s := range stmts {
 		s.Revision = revision
-		d := digest(s, man.AgencyFiles)
+		d := digest(s, man.AgencyFiles, logoSHA)
 		if e, ok := before[s.AgencyID]; ok && e.Digest == d && e.Revision <= revision {
 			if fs := files[report.AgencyMonthPrefix(s.AgencyID, s.Month)]; len(fs) == len(man.AgencyFiles) {
 				s.Revision = e.Revision
@@ -77,18 +78,20 @@ func agencyFilesOf(m *Manifest) map[string][]report.FileInfo {
 	return out
 }
 
-// digest is the SHA-256 of what s's files show but its revision, and of
-// the agency files written. A LegacyChain statement is hashed as the
-// statements written before digests were (legacyAgency), so that the
-// digests its month manifest recorded still match.
-func digest(s *statement.Agency, formats []string) string {
+// digest is the SHA-256 of what s's files show but its revision (its Doc
+// and rate lines included, the logo by logoSHA), and of the agency files
+// written. A LegacyChain statement is hashed as the statements written
+// before digests were (legacyAgency), so that the digests its month
+// manifest recorded still match.
+func digest(s *statement.Agency, formats []string, logoSHA string) string {
 	c := *s
 	c.Revision = 0
+	c.Doc.Logo = nil
 	h := sha256.New()
 	if c.LegacyChain {
 		fmt.Fprintf(h, "%s\n%q\n%+v", digestVersion, formats, legacyOf(&c))
 	} else {
-		fmt.Fprintf(h, "%s\n%q\n%+v", digestVersion, formats, c)
+		fmt.Fprintf(h, "%s\n%q\n%+v\nlogo %s", digestVersion, formats, c, logoSHA)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -90,6 +90,10 @@ type Closer struct {
 	Log *slog.Logger
 	// Now stamps manifests (default time.Now).
 	Now func() time.Time
+	// Docs is what the statements are made documents with (document.go).
+	Docs Documents
+
+	docs *docState // what this close read for Docs (documents)
 }
 
 // Record is what the job's state says of the periods: which exist and
@@ -109,6 +113,9 @@ type Result struct {
 	Adjustments int
 	// Closed is how many months became final.
 	Closed int
+	// UnlistedAgencies is how many agencies of the months published are
+	// missing from the agency directory (0 without one).
+	UnlistedAgencies int
 }
 
 // MonthResult is one month published.
@@ -150,8 +157,9 @@ func (c *Closer) now() time.Time {
 // final statement of every month whose close time has passed and whose
 // rechecks are done, and, when closeEarly names a month, makes it final
 // now. Then it deletes the markers it took in.
-func (c *Closer) Update(ctx context.Context, now time.Time, rec Record, closeEarly string) (Result, error) {
-	var res Result
+func (c *Closer) Update(ctx context.Context, now time.Time, rec Record, closeEarly string) (res Result, err error) {
+	c.docs = nil // read once per close (document.go)
+	defer func() { res.UnlistedAgencies = c.warnUnlisted() }()
 	dues, err := c.dueMarkers(ctx, rec.Grid)
 	if err != nil {
 		return res, err
@@ -235,6 +243,7 @@ func (c *Closer) Update(ctx context.Context, now time.Time, rec Record, closeEar
 	slices.Sort(names)
 	for _, m := range names {
 		w := work[m]
+		w.now = now
 		if w.final && !w.changed && w.reason == ReasonClose {
 			// A month closing on time is rebuilt from its periods too: the
 			// final statement is always the latest revision of each.
@@ -270,6 +279,12 @@ type monthWork struct {
 	// manifest written before digests (Manifest.LegacyChain): only to
 	// check or restore that month's own files, never to publish.
 	legacyChain bool
+	// record builds the statements' documents from the month manifest it
+	// is given as prev (verify, a restore), not from the directory and
+	// config (document.go).
+	record bool
+	// now is the close's instant: a final's issue date.
+	now time.Time
 }
 
 // closable reports whether the month [start, end)'s close time has

@@ -19,7 +19,7 @@ const (
 )
 
 // encode writes month m's files into the scratch folder: the statements
-// dataset file, each agency's files per Formats (PDFs Concurrency at a
+// dataset file, the issuer's logo (document.go), each agency's files per Formats (PDFs Concurrency at a
 // time) but those of the agencies in kept (unchanged: their files are
 // published again as they are), and the adjustments file when
 // adjustments were booked.
@@ -31,6 +31,11 @@ func (c *Closer) encode(m string, stmts []*statement.Agency, adjRows []report.Ad
 		return nil, fmt.Errorf("encode the statements of %s: %w", m, err)
 	}
 	files = append(files, f)
+	logo, err := c.logoFile(m, stmts)
+	files = append(files, logo...)
+	if err != nil {
+		return files, err
+	}
 	if len(adjRows) > 0 {
 		f, err := encode.NewFile(c.Dir, report.MonthManifestPrefix(m), adjustmentsBase, "parquet", encode.TypeParquet, int64(len(adjRows)),
 			func(w io.Writer) error { return encode.WriteAdjustmentsParquet(w, adjRows) })

@@ -52,6 +52,16 @@ type Manifest struct {
 	// id: the statement revision each one last changed in (what its files
 	// print) and the digest of its content (agencies.go).
 	Agencies []AgencyEntry `json:"agencies,omitempty"`
+	// Document is what the statements' documents share (the issuer, its
+	// terms and instructions, the issue date of a final): absent from a
+	// month published before statements were documents (no numbers, no
+	// rate lines: its statements are re-made as they were). document.go.
+	Document *DocumentRecord `json:"document,omitempty"`
+	// RetiredNumbers are the statement numbers of agencies that had a
+	// statement in an earlier revision of the month and have none in this
+	// one: kept so that a number is never given to another agency
+	// (numbers.go).
+	RetiredNumbers []AgencyNumber `json:"retired_numbers,omitempty"`
 	// Adjustments are the prior-period adjustments booked in this month.
 	Adjustments []AdjustmentEntry `json:"adjustments"`
 	// Totals per currency over every agency.
@@ -99,6 +109,23 @@ type AgencyEntry struct {
 	// published.
 	Revision int    `json:"statement_revision"`
 	Digest   string `json:"digest"`
+	// Number is the agency's statement number in this month, kept by every
+	// later revision (numbers.go); "" in a month published before numbers.
+	Number string `json:"statement_number,omitempty"`
+	// Listed, Locale, PaymentTermsDays and Recipient are the agency's
+	// document as the close made it (document.go): Recipient is its
+	// directory entry, absent when it was not listed (its id is then its
+	// name).
+	Listed           bool         `json:"listed,omitempty"`
+	Locale           string       `json:"locale,omitempty"`
+	PaymentTermsDays int          `json:"payment_terms_days,omitempty"`
+	Recipient        *PartyRecord `json:"recipient,omitempty"`
+}
+
+// AgencyNumber is an agency's statement number.
+type AgencyNumber struct {
+	AgencyID string `json:"agency_id"`
+	Number   string `json:"statement_number"`
 }
 
 // AdjustmentEntry is one prior-period adjustment booked in the month: the

@@ -17,6 +17,7 @@ import (
 	"github.com/reportjob/reportjob/internal/filesink"
 	"github.com/reportjob/reportjob/internal/money"
 	"github.com/reportjob/reportjob/internal/monthclose"
+	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/publish"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/sink"
@@ -65,6 +66,8 @@ type fixture struct {
 	rec monthclose.Record
 	// rows is each period's current commission (minor units) per agency.
 	rows map[time.Time]map[string]int64
+	// rates is the rate table the period manifests record (nil: none).
+	rates *pricing.Table
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -144,7 +147,7 @@ func (f *fixture) publish(p report.Period, reason string, commission map[string]
 		f.t.Fatal(err)
 	}
 	m := &report.Manifest{Job: "j", PeriodStart: p.Start, PeriodEnd: p.End, Revision: rev, Reason: reason,
-		GeneratedAt: fxStart, ToolVersion: "test", Partitions: []string{}, ItemsFingerprint: "x", Files: files}
+		GeneratedAt: fxStart, ToolVersion: "test", Partitions: []string{}, ItemsFingerprint: "x", Files: files, Rates: f.rates}
 	if err := s.Commit(f.ctx, m); err != nil {
 		f.t.Fatal(err)
 	}

@@ -94,6 +94,9 @@ type MonthStatus struct {
 	Status   string `json:"status"`
 	Revision int    `json:"statement_revision"`
 	ClosesAt string `json:"closes_at,omitempty"`
+	// UnlistedAgencies counts the agencies of its latest revision the
+	// agency directory lacked (omitted when none).
+	UnlistedAgencies int `json:"statements_unlisted_agencies,omitempty"`
 }
 
 // Overview returns the months that are not final (oldest first) and the
@@ -114,6 +117,9 @@ func (c *Closer) Overview(ctx context.Context) (open []MonthStatus, lastFinal *M
 			return nil, nil, err
 		}
 		s := MonthStatus{Month: man.Month, Status: man.Status, Revision: man.StatementRevision}
+		if man.Document != nil {
+			s.UnlistedAgencies = man.Document.UnlistedAgencies
+		}
 		if man.Final() {
 			lastFinal = &s
 			break

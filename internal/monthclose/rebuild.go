@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/money"
+	"github.com/reportjob/reportjob/internal/pricing"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/statement"
 )
@@ -124,7 +126,10 @@ func (c *Closer) build(ctx context.Context, months *monthSet, rec Record, m stri
 	if rec.Grid.Checkpoint.Before(to) {
 		to = rec.Grid.Checkpoint
 	}
-	if err := c.addPeriods(ctx, b, man, rec.Grid.Between(start, to)); err != nil {
+	// Rate lines and documents, but for a month published before them
+	// that is re-made as it was.
+	docs := !w.record || prev != nil && prev.Document != nil
+	if err := c.addPeriods(ctx, b, man, rec.Grid.Between(start, to), docs); err != nil {
 		return nil, err
 	}
 	bt := &built{man: man}
@@ -152,11 +157,29 @@ func (c *Closer) build(ctx context.Context, months *monthSet, rec Record, m stri
 	for _, s := range bt.stmts {
 		s.LegacyChain = w.legacyChain
 	}
+	logoSHA := ""
+	switch {
+	case w.record && docs:
+		man.Document, man.RetiredNumbers = prev.Document, prev.RetiredNumbers
+		if err := c.documentsFromRecord(ctx, prev, bt.stmts); err != nil {
+			return nil, err
+		}
+	case !w.record:
+		if err := c.fillDocuments(ctx, man, prev, bt.stmts, w.now); err != nil {
+			return nil, err
+		}
+	}
+	if len(bt.stmts) > 0 {
+		logoSHA = shaHex(bt.stmts[0].Doc.Logo)
+	}
 	from := prev
 	if w.force {
 		from = nil // a repair renders every agency's files anew
 	}
-	man.Agencies, bt.kept = agencyRevisions(bt.stmts, from, man, revision)
+	man.Agencies, bt.kept = agencyRevisions(bt.stmts, from, man, revision, logoSHA)
+	if man.Document != nil {
+		recordEntries(man.Agencies, bt.stmts)
+	}
 	if man.Totals, err = totals(bt.stmts); err != nil {
 		return nil, err
 	}
@@ -171,16 +194,27 @@ func (c *Closer) unchanged(prev, man *Manifest) bool {
 	a, b := *prev, *man
 	a.Files, b.Files = nil, nil
 	a.Agencies, b.Agencies = nil, nil
+	if len(prev.Agencies) != len(man.Agencies) {
+		return false
+	}
+	for i, e := range prev.Agencies {
+		o := man.Agencies[i]
+		e.Revision, o.Revision = 0, 0
+		if !reflect.DeepEqual(e, o) {
+			return false // a document changed (the digest covers it)
+		}
+	}
 	return a.SameContent(&b)
 }
 
 // addPeriods reads the manifest and summary of each period, Concurrency
 // at a time, and adds them to b and man.
-func (c *Closer) addPeriods(ctx context.Context, b *statement.Builder, man *Manifest, periods []report.Period) error {
+func (c *Closer) addPeriods(ctx context.Context, b *statement.Builder, man *Manifest, periods []report.Period, rates bool) error {
 	type got struct {
-		ref  statement.PeriodRef
-		rows []report.SummaryRow
-		err  error
+		ref   statement.PeriodRef
+		rows  []report.SummaryRow
+		rates *pricing.Table
+		err   error
 	}
 	out := make([]got, len(periods))
 	sem := make(chan struct{}, max(c.Concurrency, 1))
@@ -190,7 +224,7 @@ func (c *Closer) addPeriods(ctx context.Context, b *statement.Builder, man *Mani
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i].ref, out[i].rows, out[i].err = c.readPeriod(ctx, p)
+			out[i].ref, out[i].rows, out[i].rates, out[i].err = c.readPeriod(ctx, p)
 		}()
 	}
 	wg.Wait()
@@ -198,29 +232,34 @@ func (c *Closer) addPeriods(ctx context.Context, b *statement.Builder, man *Mani
 		if g.err != nil {
 			return g.err
 		}
-		b.AddPeriod(g.ref, g.rows)
+		if rates {
+			b.AddPeriodRates(g.ref, g.rows, g.rates)
+		} else {
+			b.AddPeriod(g.ref, g.rows)
+		}
 		man.Periods = append(man.Periods, PeriodEntry{Key: g.ref.ManifestKey, Start: g.ref.Period.Start, End: g.ref.Period.End,
 			Revision: g.ref.Revision, Digest: g.ref.Digest})
 	}
 	return nil
 }
 
-// readPeriod reads period p's current manifest and summary rows.
-func (c *Closer) readPeriod(ctx context.Context, p report.Period) (statement.PeriodRef, []report.SummaryRow, error) {
+// readPeriod reads period p's current manifest and summary rows, and the
+// rate table it records (nil when none).
+func (c *Closer) readPeriod(ctx context.Context, p report.Period) (statement.PeriodRef, []report.SummaryRow, *pricing.Table, error) {
 	cur, err := c.Periods.Current(ctx, p)
 	if err != nil {
-		return statement.PeriodRef{}, nil, err
+		return statement.PeriodRef{}, nil, nil, err
 	}
 	if cur.Manifest == nil {
-		return statement.PeriodRef{}, nil, fmt.Errorf("period %s is delivered (before the checkpoint) but has no manifest: run verify --repair", p.Name())
+		return statement.PeriodRef{}, nil, nil, fmt.Errorf("period %s is delivered (before the checkpoint) but has no manifest: run verify --repair", p.Name())
 	}
 	rows, err := c.Periods.PreviousSummary(ctx, cur, c.Dir)
 	if err != nil {
-		return statement.PeriodRef{}, nil, fmt.Errorf("period %s: %w", p.Name(), err)
+		return statement.PeriodRef{}, nil, nil, fmt.Errorf("period %s: %w", p.Name(), err)
 	}
 	ref := statement.PeriodRef{Period: p, Revision: cur.Manifest.Revision, ManifestKey: report.ManifestKey(p),
 		Digest: report.ContentDigest(cur.Manifest), ManifestSHA256: report.SHA256Hex(cur.Raw)}
-	return ref, rows, nil
+	return ref, rows, cur.Manifest.Rates, nil
 }
 
 // carryAdjustments adds the adjustments prev booked (a draft's) to b and

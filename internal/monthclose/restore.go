@@ -68,7 +68,7 @@ func (c *Closer) restore(ctx context.Context, set *monthSet, rec Record, cur *cu
 		return 0, nil, err
 	}
 	if len(done) < len(broken) && c.periodsAsNamed(ctx, man, rec) {
-		w := &monthWork{changed: true, final: true, reason: man.Reason, legacyChain: man.LegacyChain()}
+		w := &monthWork{changed: true, final: true, reason: man.Reason, legacyChain: man.LegacyChain(), record: true}
 		bt, err := c.build(ctx, set, rec, man.Month, w, man, man.StatementRevision)
 		if err == nil {
 			var fs []encode.File
@@ -115,6 +115,27 @@ func (c *Closer) fromDelivered(ctx context.Context, man *Manifest, broken map[st
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
+	// The documents, from the month's record (document.go).
+	var logo []byte
+	entries := map[string]*AgencyEntry{}
+	if man.Document != nil {
+		if logo, err = c.recordedLogo(ctx, man); err != nil {
+			return nil, err
+		}
+		for i := range man.Agencies {
+			entries[man.Agencies[i].AgencyID] = &man.Agencies[i]
+		}
+	}
+	var out []encode.File
+	if info, ok := logoInfo(man); ok && logo != nil {
+		if _, bad := broken[info.Key]; bad {
+			fs, err := c.logoFile(man.Month, []*statement.Agency{{Doc: statement.Document{Logo: logo}}})
+			out = append(out, fs...)
+			if err != nil {
+				return out, err
+			}
+		}
+	}
 	byID := map[string]*statement.Agency{} // from the CSV: every line
 	lines := map[string][]encode.StatementRow{}
 	var statementsRows []encode.StatementRow
@@ -124,7 +145,7 @@ func (c *Closer) fromDelivered(ctx context.Context, man *Manifest, broken map[st
 			continue
 		}
 		if statementsRows, err = c.readStatementRows(ctx, f); err != nil {
-			return nil, err
+			return out, err
 		}
 		haveStatements = true
 	}
@@ -137,12 +158,15 @@ func (c *Closer) fromDelivered(ctx context.Context, man *Manifest, broken map[st
 			case strings.HasSuffix(f.Key, ".csv"):
 				s, err := c.readStatementCSV(ctx, man, f, id)
 				if err != nil {
-					return nil, err
+					return out, err
+				}
+				if man.Document != nil {
+					docFromRecord(s, man, entries[id], logo, nil)
 				}
 				byID[id] = s
 			case strings.HasSuffix(f.Key, ".parquet"):
 				if lines[id], err = c.readStatementRows(ctx, f); err != nil {
-					return nil, err
+					return out, err
 				}
 			}
 		}
@@ -154,7 +178,6 @@ func (c *Closer) fromDelivered(ctx context.Context, man *Manifest, broken map[st
 			}
 		}
 	}
-	var out []encode.File
 	// Each agency's files, from its CSV.
 	for _, id := range ids {
 		s := byID[id]
@@ -181,7 +204,7 @@ func (c *Closer) fromDelivered(ctx context.Context, man *Manifest, broken map[st
 		}
 		s := &statement.Agency{AgencyID: id, Month: man.Month, Status: statement.Status(man.Status), Revision: man.StatementRevision}
 		for _, r := range rows {
-			s.Revision = int(r.StatementRevision)
+			s.Revision, s.Doc.Number = int(r.StatementRevision), r.StatementNumber
 			s.Lines = append(s.Lines, r.Line)
 		}
 		totals = append(totals, s)

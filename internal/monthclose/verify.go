@@ -166,7 +166,7 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 	// Rebuild and compare, with the files it was published with: same
 	// periods, adjustments, totals and bytes.
 	c = c.as(man)
-	w := &monthWork{changed: true, final: man.Final(), reason: man.Reason, legacyChain: man.LegacyChain()}
+	w := &monthWork{changed: true, final: man.Final(), reason: man.Reason, legacyChain: man.LegacyChain(), record: true}
 	bt, err := c.build(ctx, set, rec, m, w, man, man.StatementRevision)
 	if err != nil {
 		return mc, err

@@ -23,6 +23,7 @@ type Builder struct {
 	periods    []PeriodRef
 	adjs       []Adjustment
 	adjAgency  []string // the agency of each of adjs
+	rates      map[rateKey]*rateAcc
 	err        error
 }
 
@@ -150,6 +151,7 @@ func (b *Builder) Statements(status Status, revision int, closesAt string) ([]*A
 		a := byID[b.adjAgency[i]]
 		a.Adjustments = append(a.Adjustments, adj)
 	}
+	b.rateLines(byID)
 	for _, a := range out {
 		slices.SortFunc(a.Lines, func(x, y Line) int { return cmp.Compare(x.Currency.Code, y.Currency.Code) })
 		slices.SortFunc(a.Days, func(x, y Day) int {

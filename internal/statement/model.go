@@ -159,6 +159,10 @@ type Party struct {
 // run of the month's days: Base is the net amount priced at BPS and
 // Commission what it earned (the sum of the line commissions, so not
 // necessarily Base*BPS/10000 to the unit).
+//
+// BPS is UnknownBPS (-1) for the periods whose manifests record no rate
+// table (delivered before rates were recorded): the renderer prints the
+// rate as unknown. How lines are made: rates.go.
 type RateLine struct {
 	Currency   money.Currency
 	BPS        int32
