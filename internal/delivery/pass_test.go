@@ -162,3 +162,23 @@ func TestEventID(t *testing.T) {
 		t.Errorf("EventID %s", a)
 	}
 }
+
+func TestDraftsOnRequest(t *testing.T) {
+	for _, drafts := range []bool{false, true} {
+		p, h, ml, po := setup(t)
+		s := p.Statements.(fakeStatements)["2026-03"]
+		s.Manifest.Status = string(statement.Draft)
+		p.Email.Drafts = drafts
+		res, err := p.Run(t.Context(), h, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A draft month: its periods' events only (delivered, restated).
+		if len(po.ids) != 2 {
+			t.Errorf("drafts %v: %d events, want 2", drafts, len(po.ids))
+		}
+		if wantMails := map[bool]int{false: 0, true: 1}[drafts]; len(ml.sent) != wantMails || res.MailSent != wantMails {
+			t.Errorf("drafts %v: %d mails sent, want %d", drafts, len(ml.sent), wantMails)
+		}
+	}
+}
