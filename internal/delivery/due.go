@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -313,29 +314,45 @@ func (p *Pass) enqueueDue(ctx context.Context, h Holder) (int, error) {
 		return 0, fmt.Errorf("deliveries: %w", err)
 	}
 	added := 0
+	var errs []error
 	for _, m := range months {
 		if _, ok := done[markID(m)]; ok {
 			continue
 		}
-		s, err := p.Statements.Read(ctx, m)
-		if err != nil {
-			return added, fmt.Errorf("deliveries: read statements of %s: %w", m, err)
-		}
-		es, err := p.derive(s)
-		if err != nil {
-			return added, fmt.Errorf("deliveries of %s: %w", m, err)
-		}
-		now := p.now()
-		if s.Manifest.Final() {
-			es = append(es, outbox.Entry{ID: markID(m), Kind: outbox.KindMark, At: now, Sent: now})
-		}
-		// The mark goes last: Enqueue writes in order, so a crash
-		// between writes leaves the month unmarked and derived again.
-		n, err := p.Outbox.Enqueue(ctx, p.Job, h.Lease(), now, es)
+		n, err := p.enqueueMonth(ctx, h, m)
 		added += n
 		if err != nil {
-			return added, fmt.Errorf("deliveries of %s: %w", m, err)
+			// One month that cannot be read keeps no other from its
+			// deliveries: it is derived again by the next pass.
+			errs = append(errs, err)
 		}
 	}
-	return added, nil
+	return added, errors.Join(errs...)
+}
+
+// enqueueMonth enqueues the deliveries of month m, and marks a final one
+// done.
+func (p *Pass) enqueueMonth(ctx context.Context, h Holder, m string) (int, error) {
+	s, err := p.Statements.Read(ctx, m)
+	if err != nil {
+		return 0, fmt.Errorf("deliveries: read statements of %s: %w", m, err)
+	}
+	es, err := p.derive(s)
+	if err != nil {
+		return 0, fmt.Errorf("deliveries of %s: %w", m, err)
+	}
+	now := p.now()
+	if s.Manifest.Final() {
+		es = append(es, outbox.Entry{ID: markID(m), Kind: outbox.KindMark, At: now, Sent: now})
+	}
+	// The mark goes last: Enqueue writes in order, so a crash between
+	// writes leaves the month unmarked and derived again.
+	n, err := p.Outbox.Enqueue(ctx, p.Job, h.Lease(), now, es)
+	if err != nil {
+		return n, fmt.Errorf("deliveries of %s: %w", m, err)
+	}
+	if s.Manifest.Final() && n > 0 {
+		n-- // the mark is no delivery
+	}
+	return n, nil
 }

@@ -145,10 +145,10 @@ var ErrNoAddress = errors.New("no billing e-mail address in the directory")
 // runs.
 func (p *Pass) Run(ctx context.Context, h Holder, o Options) (Result, error) {
 	var res Result
-	n, err := p.enqueueDue(ctx, h)
+	n, deriveErr := p.enqueueDue(ctx, h)
 	res.Enqueued = n
-	if err != nil {
-		return res, err
+	if errors.Is(deriveErr, checkpoint.ErrLeaseLost) || h.Check() != nil {
+		return res, deriveErr
 	}
 	var todo []outbox.Entry
 	switch {
@@ -244,7 +244,12 @@ func (p *Pass) Run(ctx context.Context, h Holder, o Options) (Result, error) {
 		return res, err
 	}
 	res.Pending = len(pending)
-	return res, nil
+	for _, e := range pending {
+		if e.Kind == outbox.KindMark {
+			res.Pending--
+		}
+	}
+	return res, deriveErr
 }
 
 // latestRevisions keeps, per agency, the mail of the latest statement

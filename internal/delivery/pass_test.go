@@ -182,3 +182,30 @@ func TestDraftsOnRequest(t *testing.T) {
 		}
 	}
 }
+
+// badMonth is a statements reader with one more month that cannot be read.
+type badMonth struct{ fakeStatements }
+
+func (b badMonth) Months(ctx context.Context) ([]string, error) {
+	ms, _ := b.fakeStatements.Months(ctx)
+	return append([]string{"2026-02"}, ms...), nil
+}
+
+func (b badMonth) Read(ctx context.Context, m string) (*monthclose.Statement, error) {
+	if m == "2026-02" {
+		return nil, errors.New("statements file corrupt")
+	}
+	return b.fakeStatements.Read(ctx, m)
+}
+
+func TestUnreadableMonthBlocksNoOther(t *testing.T) {
+	p, h, ml, po := setup(t)
+	p.Statements = badMonth{p.Statements.(fakeStatements)}
+	res, err := p.Run(t.Context(), h, Options{})
+	if err == nil || !strings.Contains(err.Error(), "2026-02") {
+		t.Errorf("Run: %v, want the unreadable month named", err)
+	}
+	if len(ml.sent) != 1 || len(po.ids) != 5 || res.MailSent != 1 {
+		t.Errorf("with an unreadable month: %d mails, %d events sent; want March's all", len(ml.sent), len(po.ids))
+	}
+}
