@@ -52,7 +52,8 @@ start)
   echo $! >> "$run/pids"
 
   # mailpit: plain SMTP, and one that requires STARTTLS with the project's
-  # certificate; each keeps every message (--max 0) for its API. Addresses
+  # certificate (offering AUTH, any user accepted); each keeps every message
+  # (--max 0) for its API. Addresses
   # at @refused.invalid are refused at RCPT TO (a refused recipient).
   mail_port=$(free_port); mail_api=$(free_port)
   "$TOOLS/bin/mailpit" --smtp "127.0.0.1:$mail_port" --listen "127.0.0.1:$mail_api" --max 0 \
@@ -62,7 +63,8 @@ start)
   mailtls_port=$(free_port); mailtls_api=$(free_port)
   "$TOOLS/bin/mailpit" --smtp "127.0.0.1:$mailtls_port" --listen "127.0.0.1:$mailtls_api" --max 0 \
       --database "$run/mailpit-tls.db" --disable-version-check --quiet \
-      --smtp-tls-cert "$TOOLS/tls/cert.pem" --smtp-tls-key "$TOOLS/tls/key.pem" --smtp-require-starttls > "$run/mailpit-tls.log" 2>&1 &
+      --smtp-tls-cert "$TOOLS/tls/cert.pem" --smtp-tls-key "$TOOLS/tls/key.pem" --smtp-require-starttls \
+      --smtp-auth-accept-any > "$run/mailpit-tls.log" 2>&1 &
   echo $! >> "$run/pids"
 
   mailimp_port=$(free_port); mailimp_api=$(free_port)

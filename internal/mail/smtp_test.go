@@ -40,14 +40,16 @@ func testMessage(t *testing.T, to ...string) *Message {
 func TestSendMailpit(t *testing.T) {
 	for _, tt := range []struct {
 		name, smtp, api, mode string
+		user                  string
 	}{
-		{"plain", "RJTEST_MAILPIT_SMTP", "RJTEST_MAILPIT_API", "none"},
-		{"starttls", "RJTEST_MAILPIT_TLS_SMTP", "RJTEST_MAILPIT_TLS_API", "starttls"},
-		{"implicit tls", "RJTEST_MAILPIT_IMPLICIT_SMTP", "RJTEST_MAILPIT_IMPLICIT_API", "tls"},
+		{"plain", "RJTEST_MAILPIT_SMTP", "RJTEST_MAILPIT_API", "none", ""},
+		{"starttls", "RJTEST_MAILPIT_TLS_SMTP", "RJTEST_MAILPIT_TLS_API", "starttls", ""},
+		{"starttls with auth", "RJTEST_MAILPIT_TLS_SMTP", "RJTEST_MAILPIT_TLS_API", "starttls", "billing"},
+		{"implicit tls", "RJTEST_MAILPIT_IMPLICIT_SMTP", "RJTEST_MAILPIT_IMPLICIT_API", "tls", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			host, port, mp := server(t, tt.smtp, tt.api)
-			c := &Client{Host: host, Port: port, TLS: tt.mode}
+			c := &Client{Host: host, Port: port, TLS: tt.mode, Username: tt.user, Password: "pw-" + tt.user}
 			if tt.mode != "none" {
 				pem, err := os.ReadFile(os.Getenv("RJTEST_S3_CA"))
 				if err != nil {
