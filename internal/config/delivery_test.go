@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -68,5 +70,26 @@ delivery:
 		case err != nil && strings.Contains(err.Error(), "hunter2"):
 			t.Errorf("%s: the password is echoed: %v", tt.name, err)
 		}
+	}
+}
+
+func TestDeliveryPasswordFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "smtp.pw"), []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(dir, "config.yaml")
+	c, err := Parse([]byte(`delivery: {email: {host: smtp.example.com, from: a@example.com, username: u, password_file: smtp.pw}}`), cfgFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Delivery.Email.PasswordFile != filepath.Join(dir, "smtp.pw") {
+		t.Errorf("password_file %q: want it resolved against the config's folder", c.Delivery.Email.PasswordFile)
+	}
+	if pw, err := c.Delivery.Email.Password(func(string) string { return "" }); pw != "s3cret" || err != nil {
+		t.Errorf("Password() = %q, %v", pw, err)
+	}
+	if _, err := Parse([]byte(`delivery: {email: {password_env: P, password_file: f}}`), cfgFile, []string{"P=x"}); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("both: %v", err)
 	}
 }
