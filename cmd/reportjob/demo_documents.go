@@ -55,7 +55,31 @@ func demoDocuments(dir string, cfg *config.Config) error {
 	st.Issuer.PaymentTermsDays = 30
 	st.Issuer.PaymentInstructions = "Bank transfer to IBAN IE29 AIBK 9311 5212 3456 78 (BIC AIBKIE2D),\nquoting the statement number."
 	st.Issuer.Logo = logo
+	if len(st.Fonts) == 0 {
+		st.Fonts = demoFonts()
+	}
 	return nil
+}
+
+// demoFontPaths are the TrueType fonts Debian's fonts-ipafont-gothic,
+// fonts-droid-fallback and fonts-nanum install (scripts/tools.sh installs
+// them): the demo's 東京トラベル statement prints in Japanese with the
+// first that is there, in English wording without any (docs/statements.md).
+var demoFontPaths = []string{
+	"/usr/share/fonts/opentype/ipafont-gothic/ipag.ttf",
+	"/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",
+	"/usr/share/fonts/truetype/nanum/NanumGothic.ttf",
+}
+
+// demoFonts is those of demoFontPaths on this machine.
+func demoFonts() []string {
+	var out []string
+	for _, p := range demoFontPaths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // demoLogo is a small PNG: a blue square with a white bar, the same bytes

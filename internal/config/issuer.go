@@ -148,6 +148,31 @@ func (d *decoder) checkStatementFiles(c *Config) {
 	written := d.strs("statements.fonts")
 	for i, f := range s.Fonts {
 		d.checkFile("statements.fonts", written[i], f, nil)
+		if !d.failed("statements.fonts") {
+			d.checkTrueType(written[i], f)
+		}
+	}
+}
+
+// checkTrueType reports a font file the statement PDF cannot embed: fpdf
+// takes single TrueType (glyf) fonts, not a collection (.ttc, "ttcf") or
+// CFF outlines ("OTTO", most .otf files). The renderer checks the tables
+// again when it loads the font; this makes a wrong file a config error that
+// stops every command before it touches anything.
+func (d *decoder) checkTrueType(value, p string) {
+	b, err := os.ReadFile(p)
+	if err != nil || len(b) < 4 {
+		d.fail("statements.fonts", value, "not a font file")
+		return
+	}
+	switch string(b[:4]) {
+	case "\x00\x01\x00\x00", "true":
+	case "ttcf":
+		d.fail("statements.fonts", value, "a font collection (.ttc): give one TrueType font file (.ttf) of it")
+	case "OTTO":
+		d.fail("statements.fonts", value, "an OpenType font with CFF outlines: the PDF writer takes TrueType (glyf) fonts only, e.g. /usr/share/fonts/opentype/ipafont-gothic/ipag.ttf from Debian's fonts-ipafont-gothic")
+	default:
+		d.fail("statements.fonts", value, "not a TrueType font file (it does not start with a TrueType signature)")
 	}
 }
 

@@ -27,7 +27,10 @@ func TestStatementsDocumentKeys(t *testing.T) {
 	}
 	write("agencies.csv", []byte("agency_id,legal_name,address,country,tax_id,emails,locale,payment_terms\n"))
 	write("img/logo.png", append([]byte("\x89PNG\r\n\x1a\n"), 0, 0, 0, 13))
-	write("fonts/a.ttf", []byte("x"))
+	write("fonts/a.ttf", []byte("\x00\x01\x00\x00\x00\x10"))
+	write("fonts/c.ttc", []byte("ttcf\x00\x02"))
+	write("fonts/d.otf", []byte("OTTO\x00\x0a"))
+	write("fonts/e.ttf", []byte("GIF89a"))
 	write("notpng.png", []byte("GIF89a......"))
 	file := write("config.yaml", []byte(`job_name: billing_report.eu
 statements:
@@ -52,7 +55,7 @@ statements:
 		!strings.HasSuffix(errs[0].Error(), "cannot read: no such file or directory") {
 		t.Fatalf("err = %v", err)
 	}
-	write("none.ttf", []byte("x"))
+	write("none.ttf", []byte("true\x00\x10"))
 	c, err := Load(file, true, []string{"REPORTJOB_STATEMENTS_FONTS=" + filepath.Join(dir, "none.ttf")})
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +112,11 @@ statements:
 			`config: statements.fonts "fonts/b.ttf" (DIR/c.yaml:1): cannot read DIR/fonts/b.ttf: no such file or directory`},
 		{"fonts a folder", "statements: {fonts: [fonts]}", nil, "statements.fonts",
 			`config: statements.fonts "fonts" (DIR/c.yaml:1): not a regular file DIR/fonts`},
+		{"fonts collection", "statements: {fonts: [fonts/c.ttc]}", nil, "statements.fonts",
+			`config: statements.fonts "fonts/c.ttc" (DIR/c.yaml:1): a font collection (.ttc): give one TrueType font file (.ttf) of it`},
+		{"fonts cff", "statements: {fonts: [fonts/d.otf]}", nil, "statements.fonts", "the PDF writer takes TrueType (glyf) fonts only, e.g. /usr/share/fonts/opentype/ipafont-gothic/ipag.ttf from Debian's fonts-ipafont-gothic"},
+		{"fonts not a font", "statements: {fonts: [fonts/e.ttf]}", nil, "statements.fonts",
+			`config: statements.fonts "fonts/e.ttf" (DIR/c.yaml:1): not a TrueType font file (it does not start with a TrueType signature)`},
 		{"fonts mapping", "statements: {fonts: {a: b}}", nil, "statements.fonts", "must be a list, such as [a, b]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

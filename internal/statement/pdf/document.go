@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/go-pdf/fpdf"
 
@@ -100,7 +102,7 @@ func (r *Renderer) Render(w io.Writer, s *statement.Agency) error {
 
 func newSheet(s *statement.Agency, month time.Time, fonts []docFont, extras []*extraFont) *sheet {
 	l, err := locale.Parse(s.Doc.Locale)
-	if err != nil {
+	if err != nil || !wordable(l, s.Month, extras) {
 		l = locale.English()
 	}
 	zone, err := time.LoadLocation(orUTC(s.Zone))
@@ -221,4 +223,21 @@ func (d *sheet) furniture() {
 		d.cell(contentW*0.3, 4, d.l.T("page", "n", d.l.Int(int64(p)), "total", d.l.Int(int64(n))), "R", false)
 	}
 	d.text(colText)
+}
+
+// wordable reports whether the fonts of the document (the embedded ones
+// and extras, statements.fonts) can print l's wording: its title and the
+// statement's month name. A locale they cannot (ja without a configured
+// CJK font) is written in English instead, never in boxes; its numbers
+// keep the same digits (docs/statements.md, Fonts and scripts).
+func wordable(l *locale.Locale, month string, extras []*extraFont) bool {
+	for _, r := range l.T("doc.title") + l.T("doc.issue_date") + l.Month(month) {
+		if glyphs.has[r] || unicode.IsSpace(r) {
+			continue
+		}
+		if !slices.ContainsFunc(extras, func(e *extraFont) bool { return e.has(r) }) {
+			return false
+		}
+	}
+	return true
 }

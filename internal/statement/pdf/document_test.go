@@ -411,3 +411,20 @@ func benchmarkDocument(b *testing.B, s *statement.Agency, fonts []string) {
 	b.ReportMetric(float64(size), "bytes/pdf")
 	b.ReportMetric(float64(testenv.ProcessCPU()-cpu)/1e6/float64(b.N), "cpu-ms/op")
 }
+
+// TestDocumentWordingFallsBack: a ja statement rendered without a font
+// for Japanese (statements.fonts empty) is worded in English, never in
+// boxes; only the name itself, which no font can print, is replaced.
+func TestDocumentWordingFallsBack(t *testing.T) {
+	s := document(t, "ja", "Sakura Travel KK", "1-9-1 Marunouchi", "Tokyo")
+	text := pdfText(t, writeTemp(t, "s.pdf", renderWith(t, nil, s)))
+	en := locale.English()
+	for _, w := range []string{en.T("doc.title"), en.T("doc.number"), en.Month(s.Month), "Sakura Travel KK"} {
+		if !strings.Contains(spaces.Replace(text), w) {
+			t.Errorf("pdftotext output lacks %q (English wording)", w)
+		}
+	}
+	if strings.ContainsRune(text, Replacement) {
+		t.Errorf("a replacement character in a statement whose names all print:\n%s", text)
+	}
+}
