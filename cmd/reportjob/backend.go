@@ -15,6 +15,7 @@ import (
 	"github.com/reportjob/reportjob/internal/embedded"
 	"github.com/reportjob/reportjob/internal/filesink"
 	"github.com/reportjob/reportjob/internal/ingest"
+	"github.com/reportjob/reportjob/internal/outbox"
 	"github.com/reportjob/reportjob/internal/s3sink"
 	"github.com/reportjob/reportjob/internal/sink"
 )
@@ -26,9 +27,11 @@ type store struct {
 	collect.Index
 	ingest.Writer
 	checkpoint.Store
-	init  func(context.Context) error
-	close func() error
-	where string // for messages: the file, or the table names
+	// outbox is the state store's delivery outbox.
+	outbox outbox.Store
+	init   func(context.Context) error
+	close  func() error
+	where  string // for messages: the file, or the table names
 }
 
 func openStore(ctx context.Context, c *cli) (*store, error) {
@@ -42,7 +45,7 @@ func openStore(ctx context.Context, c *cli) (*store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
-		return &store{Source: s, Index: s, Writer: s, Store: s, init: s.Init, close: s.Close, where: absPath(s.Path())}, nil
+		return &store{Source: s, Index: s, Writer: s, Store: s, outbox: s, init: s.Init, close: s.Close, where: absPath(s.Path())}, nil
 	case "dynamodb":
 		d := cfg.Store.DynamoDB
 		k, err := loadTestKnobs(c.env)
@@ -66,7 +69,7 @@ func openStore(ctx context.Context, c *cli) (*store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
-		return &store{Source: s, Index: s, Writer: s, Store: s, init: s.Init, close: func() error { return nil },
+		return &store{Source: s, Index: s, Writer: s, Store: s, outbox: s, init: s.Init, close: func() error { return nil },
 			where: "dynamodb tables " + d.Table + ", " + d.StateTable}, nil
 	}
 	return nil, fmt.Errorf("store.backend %q: unknown", cfg.Store.Backend) // config.Load refuses it first

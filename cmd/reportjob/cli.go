@@ -124,6 +124,8 @@ type cli struct {
 	// allowNewStore lets openStore create the embedded file over a sink
 	// that holds periods (init: creating it is what it is for).
 	allowNewStore bool
+	// delivered is the delivery pass of the last run (nil: none ran).
+	delivered *deliverySummary
 }
 
 type command struct {
@@ -137,7 +139,8 @@ func commands() []command {
 		{"schedule", "[--grace D]", "run on schedule.cron until SIGTERM/SIGINT", cmdSchedule},
 		{"verify", "--from T --to T | --last D; [--repair [--reprice]] [--now T]", "compare delivered periods with their items and objects", cmdVerify},
 		{"ingest", "--file F | --generate N [--agencies K] [--seed S] [--from T --to T] [--allow-late] [--now T]", "write transactions", cmdIngest},
-		{"statement", "[--month YYYY-MM] [--agency A | --number N] [--json] [--close] [--now T]", "print a month's statements and where their files are; --number finds one by its number; --close finalises it", cmdStatement},
+		{"statement", "[--month YYYY-MM] [--agency A | --number N] [--json] [--close] [--send | --resend] [--now T]", "print a month's statements and where their files are; --number finds one by its number; --close finalises it; --send / --resend e-mail them", cmdStatement},
+		{"events", "replay --since T", "send the signed events timestamped at or after T again, with the same ids", cmdEvents},
 		{"status", "[--json] [--now T]", "checkpoint, how far behind, lease holder, rechecks, restatements", cmdStatus},
 		{"transactions", "--agency A | --id TX; [--from T] [--to T] [--limit N] [--cursor C] [--json]", "an agency's billed lines newest first, or where one transaction was billed or rejected", cmdTransactions},
 		{"rejects", "[--from T] [--to T] [--agency A] [--limit N] [--cursor C] [--json]", "the rejects of the delivered periods, newest first, with their reasons", cmdRejects},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/delivery"
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/metrics"
@@ -44,11 +45,14 @@ type runSummary struct {
 	PriorPeriodAdjustments int `json:"prior_period_adjustments,omitempty"`
 	// UnlistedAgencies are the agencies of the statements published that
 	// the agency directory lacks (named by id, with a warning).
-	UnlistedAgencies int    `json:"statements_unlisted_agencies,omitempty"`
-	DurationMS       int64  `json:"duration_ms"`
-	LeaseHolder      string `json:"lease_holder,omitempty"`
-	LeaseExpires     string `json:"lease_expires,omitempty"`
-	Error            string `json:"error,omitempty"`
+	UnlistedAgencies int   `json:"statements_unlisted_agencies,omitempty"`
+	DurationMS       int64 `json:"duration_ms"`
+	// Delivery is the delivery pass after the run (delivery.*; absent
+	// when nothing is configured).
+	Delivery     *deliverySummary `json:"delivery,omitempty"`
+	LeaseHolder  string           `json:"lease_holder,omitempty"`
+	LeaseExpires string           `json:"lease_expires,omitempty"`
+	Error        string           `json:"error,omitempty"`
 	// rejectPeriods counts the published periods with rejects (not in
 	// the line: rejects counts them).
 	rejectPeriods int
@@ -161,6 +165,7 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 	if err != nil {
 		sum.Error = c.withNoConfig("run", err).Error()
 	}
+	sum.Delivery, c.delivered = c.delivered, nil
 	sum.rejectPeriods = c.rejectNote(res, opts.DryRun)
 	c.printJSON(sum)
 	c.pushMetrics(ctx, sum, res, started, err == nil, opts)
@@ -201,6 +206,15 @@ func (c *cli) runJob(ctx context.Context, opts job.RunOptions) (job.Result, erro
 	opts.Progress = c.progress()
 	res, err := j.Run(ctx, opts)
 	c.bar.clear()
+	if err == nil && !opts.DryRun && deliveryConfigured(c) {
+		// After the record is committed; a failure here never fails the
+		// run (it is in the summary line, status and metrics).
+		dres, derr := c.deliver(ctx, st, b, j, delivery.Options{})
+		if derr != nil {
+			c.log.Error("delivery pass failed; the next run tries again", "err", derr)
+		}
+		c.delivered = summarize(dres, derr)
+	}
 	if opts.DryRun {
 		for _, pr := range res.Periods {
 			c.printDryRun(b, pr)
@@ -280,6 +294,7 @@ func (c *cli) pushMetrics(ctx context.Context, sum runSummary, res job.Result, s
 		Rechecks: sum.Rechecks, RechecksRemaining: sum.RechecksRemaining, Restatements: sum.Restated, LateItems: sum.LateItems,
 		StatementsIssued: sum.StatementsIssued, MonthsClosed: sum.MonthsClosed, PriorPeriodAdjustments: sum.PriorPeriodAdjustments,
 		UnlistedAgencies: sum.UnlistedAgencies,
+		Delivery:         deliveryMetrics(sum.Delivery),
 	}
 	if !res.Checkpoint.IsZero() {
 		now := opts.Now

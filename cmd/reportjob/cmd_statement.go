@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/reportjob/reportjob/internal/delivery"
 	"github.com/reportjob/reportjob/internal/job"
 	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/statement"
@@ -31,7 +32,9 @@ type statementSummary struct {
 	Number            string   `json:"statement_number,omitempty"` // with --agency or --number
 	Files             []string `json:"files,omitempty"`
 	Closed            bool     `json:"closed,omitempty"`
-	Error             string   `json:"error,omitempty"`
+	// Delivery is what statement --send / --resend sent.
+	Delivery *deliverySummary `json:"delivery,omitempty"`
+	Error    string           `json:"error,omitempty"`
 }
 
 // statementLine is one line of statement --json.
@@ -56,6 +59,8 @@ func cmdStatement(ctx context.Context, c *cli, args []string) error {
 	agency := fs.String("agency", "", "only this agency, and list its files")
 	asJSON := fs.Bool("json", false, "one JSON object per line instead of the table")
 	closeM := fs.Bool("close", false, "finalise --month now, before statements.close_after (takes the lease)")
+	send := fs.Bool("send", false, "e-mail the final statements not sent yet (of --month, --agency when given; takes the lease)")
+	resend := fs.Bool("resend", false, "e-mail --month's final statements again on purpose, as new messages (--agency: only that one)")
 	number := fs.String("number", "", "the statement with this number (PREFIX-YYYYMM-NNNNNN): its month and agency")
 	var now timeFlag
 	fs.Var(&now, "now", "fix the report clock (replay and tests)")
@@ -68,7 +73,15 @@ func cmdStatement(ctx context.Context, c *cli, args []string) error {
 		*month, err = c.numberMonth(*number, *month, *agency, *closeM)
 		sum.Month = *month
 	}
-	if err == nil {
+	switch {
+	case err != nil:
+	case *send || *resend:
+		if *number != "" {
+			err = usagef("statement: --number goes without --send and --resend (use --month and --agency)")
+		} else {
+			err = c.statementSend(ctx, &sum, *month, *agency, *resend, *closeM)
+		}
+	default:
 		err = c.statement(ctx, &sum, *month, *agency, *number, *asJSON, *closeM, now.t)
 	}
 	sum.Status = "ok"
@@ -240,4 +253,44 @@ func clip(s string, n int) string {
 
 func monthCloseOptions(month string, now time.Time) job.CloseOptions {
 	return job.CloseOptions{Month: month, Now: now}
+}
+
+// statementSend e-mails what is due (--send) or resends a month (--resend).
+func (c *cli) statementSend(ctx context.Context, sum *statementSummary, month, agency string, resend, closeM bool) error {
+	switch {
+	case closeM:
+		return usagef("statement: --close goes without --send and --resend (a run, or statement --send, sends after the close)")
+	case resend && month == "":
+		return usagef("statement --resend needs --month")
+	case !c.cfg.Delivery.Email.Enabled():
+		return usagef("statement --send/--resend: delivery.email.host is not set (docs/delivery.md)")
+	}
+	if month != "" {
+		if _, _, err := statement.Bounds(month, c.cfg.Statements.Location); err != nil {
+			return usagef("statement --month: %v", err)
+		}
+	}
+	st, err := openStore(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer st.close()
+	b, err := openBucket(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	j := c.newJob(st, b, nil)
+	res, err := c.deliver(ctx, st, b, j, delivery.Options{MailOnly: true, Month: month, Agency: agency, Resend: resend})
+	sum.Delivery = summarize(res, nil)
+	if err != nil {
+		return err
+	}
+	if resend && res.Resent == 0 && len(res.Failures) == 0 {
+		return notFoundf("statement --resend --month %s: no statement of that month was e-mailed yet%s", month, map[bool]string{true: " to agency " + agency}[agency != ""])
+	}
+	if len(res.Failures) > 0 {
+		return fmt.Errorf("%d statement e-mail(s) failed (later runs try again): first: %s: %s", len(res.Failures), res.Failures[0].Target, res.Failures[0].Error)
+	}
+	return nil
 }

@@ -50,7 +50,10 @@ type statusReport struct {
 	LastFinalMonth *monthclose.MonthStatus  `json:"last_final_month,omitempty"`
 	StatementsNote string                   `json:"statements_note,omitempty"`
 	RejectsLastDay *statusRejects           `json:"rejects_last_day,omitempty"`
-	Note           string                   `json:"note,omitempty"`
+	// Delivery is the outbox (delivery.*): what is still to send, and what
+	// keeps failing. Absent when delivery is not configured.
+	Delivery *statusDelivery `json:"delivery,omitempty"`
+	Note     string          `json:"note,omitempty"`
 }
 
 func cmdStatus(ctx context.Context, c *cli, args []string) error {
@@ -150,6 +153,9 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 	}
 	if st != nil {
 		c.statusStatements(ctx, st, &r)
+		if deliveryConfigured(c) {
+			r.Delivery = c.statusDelivery(ctx, st)
+		}
 	}
 	if *asJSON {
 		c.printJSON(r)
@@ -216,6 +222,7 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 			fmt.Fprintf(w, "statements:   %s final (revision %d), the last final month\n", m.Month, m.Revision)
 		}
 	}
+	printStatusDelivery(w, r.Delivery)
 	switch {
 	case r.Lease == nil:
 		fmt.Fprintf(w, "lease:        never taken\n")

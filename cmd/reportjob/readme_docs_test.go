@@ -24,6 +24,7 @@ var docPages = []string{
 	"docs/producers.md",
 	"docs/reports.md",
 	"docs/statements.md",
+	"docs/delivery.md",
 	"docs/operations.md",
 	"docs/reference.md",
 	"docs/aws.md",

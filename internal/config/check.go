@@ -66,6 +66,7 @@ func (d *decoder) decode() *Config {
 
 	d.decodeReport(&c)
 	d.decodeStatements(&c)
+	d.decodeDelivery(&c)
 
 	c.Schedule.Cron = d.str("schedule.cron")
 	if up := strings.ToUpper(c.Schedule.Cron); strings.HasPrefix(up, "TZ=") || strings.HasPrefix(up, "CRON_TZ=") {

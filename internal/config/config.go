@@ -93,8 +93,10 @@ type Config struct {
 	}
 	// Statements is statements.*: the monthly close.
 	Statements Statements
-	Metrics    struct{ PushgatewayURL string }
-	Log        struct {
+	// Delivery is delivery.*: e-mail and signed events.
+	Delivery Delivery
+	Metrics  struct{ PushgatewayURL string }
+	Log      struct {
 		Level, Format string // debug|info|warn|error; json|text
 		// FormatSet is whether log.format was set (in the file or the
 		// environment): unset, a terminal gets text under its progress
@@ -208,6 +210,19 @@ var configKeys = []struct {
 	// through viper, which lower-cases keys and splits them at dots; agency
 	// ids are case-sensitive and may contain dots. It has no environment
 	// override: REPORTJOB_COMMISSION_AGENCIES is an error.
+	{"delivery.email.host", ""},
+	{"delivery.email.port", "587"},
+	{"delivery.email.tls", "starttls"},
+	{"delivery.email.username", ""},
+	{"delivery.email.password_env", ""},
+	{"delivery.email.password_file", ""},
+	{"delivery.email.from", ""},
+	{"delivery.email.reply_to", ""},
+	{"delivery.email.bcc", []string{}},
+	{"delivery.email.attach", []string{"pdf"}},
+	{"delivery.email.drafts", "false"},
+	// delivery.webhooks (a list of mappings) is read from the raw YAML
+	// (readWebhooks); file only.
 	{"metrics.pushgateway_url", ""},
 	{"log.level", "info"},
 	{"log.format", "json"},
@@ -258,7 +273,7 @@ func Load(path string, explicit bool, env []string) (*Config, error) {
 // with viper, then decodes and checks every key.
 func Parse(data []byte, name string, env []string) (*Config, error) {
 	d := &decoder{v: viper.New(), src: map[string]string{}, agencies: map[string]pricing.Schedule{},
-		known: map[string]bool{}, lists: map[string]bool{}}
+		known: map[string]bool{}, lists: map[string]bool{}, env: env}
 	for _, k := range configKeys {
 		d.v.SetDefault(k.path, k.def)
 		d.known[k.path] = true

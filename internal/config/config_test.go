@@ -45,6 +45,8 @@ func specDefaults() *Config {
 	c.Commission.Agencies = map[string]pricing.Schedule{}
 	c.Statements = Statements{Timezone: "UTC", Location: time.UTC, CloseAfter: 3 * 24 * time.Hour, AgencyFiles: []string{"pdf", "csv"},
 		Issuer: Issuer{Address: []string{}, PaymentTermsDays: 30, NumberPrefix: "billing-report"}, Fonts: []string{}}
+	c.Delivery.Email = Email{Port: 587, TLS: TLSStartTLS, Bcc: []string{}, Attach: []string{"pdf"}}
+	c.Delivery.Webhooks = []Webhook{}
 	c.Log.Level = "info"
 	c.Log.Format = "json"
 	return &c
@@ -125,6 +127,8 @@ func TestConfigFullFile(t *testing.T) {
 	want.Commission.Agencies = map[string]pricing.Schedule{}
 	want.Statements = Statements{Timezone: "Europe/Paris", Location: paris, CloseAfter: 5 * 24 * time.Hour, AgencyFiles: []string{"csv", "parquet"},
 		Issuer: Issuer{Address: []string{}, PaymentTermsDays: 30, NumberPrefix: "billing-report-eu-1"}, Fonts: []string{}}
+	want.Delivery.Email = Email{Port: 587, TLS: TLSStartTLS, Bcc: []string{}, Attach: []string{"pdf"}}
+	want.Delivery.Webhooks = []Webhook{}
 	want.Metrics.PushgatewayURL = "http://pushgateway:9091"
 	want.Log.Level, want.Log.Format, want.Log.FormatSet = "debug", "text", true
 	if !reflect.DeepEqual(c, &want) {

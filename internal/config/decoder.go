@@ -25,7 +25,12 @@ type decoder struct {
 	agencies map[string]pricing.Schedule
 	// defaultRates is commission.default_bps when the file gives a list.
 	defaultRates pricing.Schedule
-	errs         []error
+	// env is the environment (os.Environ() form): delivery's *_env keys
+	// must name a variable that is set.
+	env []string
+	// webhooks is delivery.webhooks as read from the file (nil: absent).
+	webhooks []Webhook
+	errs     []error
 }
 
 func (d *decoder) fail(key, value, reason string) {
@@ -48,6 +53,10 @@ func (d *decoder) walk(name, prefix string, n *yaml.Node, out map[string]any) {
 		switch {
 		case path == agenciesKey:
 			d.readAgencies(name, vn)
+		case path == webhooksKey:
+			d.readWebhooks(name, vn)
+		case path == emailPasswordKey:
+			d.fail(path, "...", "a password in the config file is refused: name an environment variable in delivery.email.password_env, or a file in password_file")
 		case path == defaultBPSKey && vn.Kind == yaml.SequenceNode:
 			if s, ok := d.schedule(path, vn, true); ok {
 				d.defaultRates = s
@@ -149,7 +158,7 @@ func (d *decoder) allPaths() []string {
 			p = p[:max(i, 0)]
 		}
 	}
-	l = append(l, agenciesKey)
+	l = append(l, agenciesKey, webhooksKey)
 	slices.Sort(l) // a deterministic suggestion on ties
 	return slices.Compact(l)
 }
@@ -229,6 +238,12 @@ func (d *decoder) applyEnv(env []string) {
 		case name == EnvName(agenciesKey):
 			d.errs = append(d.errs, &Error{Key: name, Value: val, Source: "environment",
 				Reason: "commission.agencies cannot be set from the environment; set it in the config file"})
+		case name == EnvName(webhooksKey):
+			d.errs = append(d.errs, &Error{Key: name, Value: "...", Source: "environment",
+				Reason: "delivery.webhooks cannot be set from the environment; set it in the config file (the secrets stay in the variables its secret_env names)"})
+		case name == EnvName(emailPasswordKey):
+			d.errs = append(d.errs, &Error{Key: name, Value: "...", Source: "environment",
+				Reason: "no such key: name the variable holding the password in delivery.email.password_env"})
 		case name == EnvName(formatsKey):
 			d.errs = append(d.errs, &Error{Key: name, Value: val, Source: "environment", Reason: formatsRemoved})
 		case !ok:

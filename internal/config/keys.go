@@ -15,7 +15,7 @@ type Key struct {
 }
 
 // Keys returns every key of the configuration, in file order, with its
-// default; commission.agencies (a map read from the file only) last.
+// default; commission.agencies and delivery.webhooks (read from the file only) last.
 func Keys() []Key {
 	out := make([]Key, 0, len(configKeys)+1)
 	for _, k := range configKeys {
@@ -29,5 +29,5 @@ func Keys() []Key {
 			out = append(out, Key{Path: k.path, Default: v})
 		}
 	}
-	return append(out, Key{Path: agenciesKey, Default: "{}"})
+	return append(out, Key{Path: agenciesKey, Default: "{}"}, Key{Path: webhooksKey, Default: "[]", List: true})
 }

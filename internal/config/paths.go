@@ -35,6 +35,9 @@ func (d *decoder) resolvePaths(c *Config, name string) {
 	if p := c.Sink.Dir; p != "" && fromFile("sink.url") {
 		c.Sink.Dir = resolve(base, p)
 	}
+	if p := c.Delivery.Email.PasswordFile; p != "" && fromFile("delivery.email.password_file") {
+		c.Delivery.Email.PasswordFile = resolve(base, p)
+	}
 	st := &c.Statements
 	if p := st.Directory; p != "" && !strings.HasPrefix(p, "s3://") && fromFile("statements.directory") {
 		st.Directory = resolve(base, p)

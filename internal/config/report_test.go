@@ -190,6 +190,9 @@ func TestShippedConfigHasEveryKey(t *testing.T) {
 		if k.path == "commission.default_bps" {
 			want = append(want, agenciesKey)
 		}
+		if k.path == "delivery.email.drafts" {
+			want = append(want, webhooksKey)
+		}
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("config.yaml keys\n%v\nwant\n%v", got, want)

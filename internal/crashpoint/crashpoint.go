@@ -45,6 +45,15 @@ const (
 	BeforeDueDelete    Point = "before-due-delete"    // every month is published; the due markers are not deleted yet
 )
 
+// DeliveryAfterSend is reached when an e-mail or event was accepted by its
+// server and its outbox record is not written yet (package delivery): the
+// one window that can send a delivery twice. Not in Points: only a run
+// with delivery configured reaches it.
+const DeliveryAfterSend Point = "delivery-after-send"
+
+// DeliveryBeforeSend is reached before each e-mail or event is sent.
+const DeliveryBeforeSend Point = "delivery-before-send"
+
 // Points lists every crash point.
 var Points = []Point{AfterRead, AfterClaims, AfterUpload, MidRestatement, AfterManifest, AfterCleanup, AfterCheckpoint,
 	MonthAfterUpload, MonthAfterManifest, MonthAfterCleanup, BeforeDueDelete}

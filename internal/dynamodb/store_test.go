@@ -114,7 +114,7 @@ func newStore(t testing.TB, api API, opts ...func(*Options)) *Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Backend {
 		s := newStore(t, nil)
-		return storetest.Backend{Source: s, Writer: s, Checkpoints: s}
+		return storetest.Backend{Source: s, Writer: s, Checkpoints: s, Outbox: s}
 	})
 }
 

@@ -30,7 +30,7 @@ func open(t testing.TB, path string, opts Options) *Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Backend {
 		s := open(t, filepath.Join(t.TempDir(), "store.db"), Options{})
-		return storetest.Backend{Source: s, Writer: s, Checkpoints: s}
+		return storetest.Backend{Source: s, Writer: s, Checkpoints: s, Outbox: s}
 	})
 }
 
@@ -39,7 +39,7 @@ func TestConformance(t *testing.T) {
 func TestConformanceSmallPages(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Backend {
 		s := open(t, filepath.Join(t.TempDir(), "store.db"), Options{PageSize: 3, PageBytes: 4096})
-		return storetest.Backend{Source: s, Writer: s, Checkpoints: s}
+		return storetest.Backend{Source: s, Writer: s, Checkpoints: s, Outbox: s}
 	})
 }
 

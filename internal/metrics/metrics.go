@@ -53,6 +53,10 @@ const (
 	UnlistedAgencies        = "reportjob_statements_unlisted_agencies"
 	MonthsClosed            = "reportjob_months_closed"
 	PriorPeriodAdjustments  = "reportjob_prior_period_adjustments"
+	DeliverySent            = "reportjob_delivery_sent"
+	DeliveryFailures        = "reportjob_delivery_failures"
+	DeliveryPending         = "reportjob_delivery_pending"
+	DeliveryTargetFailing   = "reportjob_delivery_target_failing"
 	VerifyPeriods           = "reportjob_verify_periods"
 	VerifyDifferences       = "reportjob_verify_differences"
 	VerifyTimestamp         = "reportjob_verify_last_timestamp_seconds"
@@ -95,6 +99,25 @@ type Run struct {
 	// UnlistedAgencies are the agencies of the statements the run
 	// published that the agency directory lacks.
 	UnlistedAgencies int
+	// Delivery is the run's delivery pass (nil: delivery is not
+	// configured, and its metrics are not pushed).
+	Delivery *Delivery
+}
+
+// Delivery is what a run's delivery pass (e-mail and events) did.
+type Delivery struct {
+	// Sent counts e-mails and events delivered, Failures the attempts that
+	// failed, Pending the deliveries still to send after the pass.
+	Sent, Failures, Pending int
+	// Failing are the targets (an agency's e-mail, an endpoint) whose
+	// delivery failed in the pass, with their failed attempts so far.
+	Failing []FailingTarget
+}
+
+// FailingTarget is a target whose delivery failed.
+type FailingTarget struct {
+	Kind, Target string // "mail" and an agency id, or "event" and an endpoint id
+	Attempts     int
 }
 
 // Push sends r to the Pushgateway at pushgatewayURL (scheme://host:port, with
@@ -142,6 +165,18 @@ func Push(ctx context.Context, pushgatewayURL string, r Run, client *http.Client
 	gauge(MonthsClosed, "Months the last run made final.", float64(r.MonthsClosed))
 	gauge(PriorPeriodAdjustments, "Restatements of final months' periods the last run booked as prior-period adjustments.", float64(r.PriorPeriodAdjustments))
 	gauge(UnlistedAgencies, "Agencies of the statements the last run published that the agency directory (statements.directory) lacks.", float64(r.UnlistedAgencies))
+	if d := r.Delivery; d != nil {
+		gauge(DeliverySent, "E-mails and events the last run delivered.", float64(d.Sent))
+		gauge(DeliveryFailures, "Delivery attempts (e-mail, events) that failed in the last run; later runs try again.", float64(d.Failures))
+		gauge(DeliveryPending, "Deliveries still to send after the last run (failed, or waiting for their next attempt).", float64(d.Pending))
+		v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: DeliveryTargetFailing,
+			Help: "Failed attempts so far of a target whose delivery failed in the last run (kind mail: an agency; kind event: an endpoint id)."},
+			[]string{"kind", "target"})
+		for _, f := range d.Failing {
+			v.WithLabelValues(f.Kind, f.Target).Set(float64(f.Attempts))
+		}
+		reg.MustRegister(v)
+	}
 	if r.Success {
 		gauge(LastSuccessTimestamp, "Unix time the last successful run of the job ended.", unixSeconds(r.End))
 	}

@@ -23,7 +23,9 @@ import (
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
 	"github.com/reportjob/reportjob/internal/ingest"
+	"github.com/reportjob/reportjob/internal/outbox"
 	"github.com/reportjob/reportjob/internal/storetest/checkpointtest"
+	"github.com/reportjob/reportjob/internal/storetest/outboxtest"
 )
 
 // Backend is one store under test. Each call of the factory returns a
@@ -33,12 +35,14 @@ type Backend struct {
 	Source      collect.Source
 	Writer      ingest.Writer
 	Checkpoints checkpoint.Store
+	// Outbox is the same store's outbox (the state store keeps it).
+	Outbox outbox.Store
 }
 
 // Run runs every conformance test of the data table, then the job state
 // suite (package checkpointtest), against the backends open returns, each
-// subtest with a store of its own. Source, Writer and Checkpoints must all
-// be set.
+// subtest with a store of its own. Source, Writer, Checkpoints and Outbox
+// must all be set; the outbox suite is package outboxtest.
 func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Helper()
 	tests := []struct {
@@ -58,7 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	}
 	openFull := func(t *testing.T) Backend {
 		b := open(t)
-		if b.Source == nil || b.Writer == nil || b.Checkpoints == nil {
+		if b.Source == nil || b.Writer == nil || b.Checkpoints == nil || b.Outbox == nil {
 			t.Fatalf("backend factory returned a Backend with a nil field: %+v", b)
 		}
 		return b
@@ -67,6 +71,14 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, openFull(t)) })
 	}
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Store { return openFull(t).Checkpoints })
+	outboxtest.Run(t, func(t *testing.T) outboxtest.Store {
+		b := openFull(t)
+		s, ok := b.Outbox.(outboxtest.Store)
+		if !ok {
+			t.Fatalf("backend's Outbox %T is not also its checkpoint.Store", b.Outbox)
+		}
+		return s
+	})
 }
 
 func ctx(t *testing.T) context.Context { return t.Context() }

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/outbox"
+)
+
+// statusDelivery is the outbox as status shows it.
+type statusDelivery struct {
+	Pending int             `json:"pending"`
+	Failing []statusFailing `json:"failing"`
+	Note    string          `json:"note,omitempty"`
+}
+
+// statusFailing is a delivery whose last attempt failed.
+type statusFailing struct {
+	ID          string `json:"id"`
+	Kind        string `json:"kind"`
+	Target      string `json:"target"`
+	Attempts    int    `json:"attempts"`
+	NextAttempt string `json:"next_attempt"`
+	LastError   string `json:"last_error"`
+}
+
+func (c *cli) statusDelivery(ctx context.Context, st *store) *statusDelivery {
+	d := &statusDelivery{Failing: []statusFailing{}}
+	pending, err := st.outbox.Pending(ctx, c.cfg.JobName)
+	if err != nil {
+		d.Note = "outbox unreadable: " + err.Error()
+		return d
+	}
+	for _, e := range pending {
+		if e.Kind == outbox.KindMark {
+			continue
+		}
+		d.Pending++
+		if e.Attempts > 0 {
+			d.Failing = append(d.Failing, statusFailing{ID: e.ID, Kind: e.Kind, Target: e.Target, Attempts: e.Attempts,
+				NextAttempt: e.NextAttempt.UTC().Format(time.RFC3339), LastError: e.LastError})
+		}
+	}
+	return d
+}
+
+func printStatusDelivery(w io.Writer, d *statusDelivery) {
+	if d == nil {
+		return
+	}
+	if d.Note != "" {
+		fmt.Fprintf(w, "delivery:     %s\n", d.Note)
+		return
+	}
+	fmt.Fprintf(w, "delivery:     %d pending, %d failing\n", d.Pending, len(d.Failing))
+	for _, f := range d.Failing {
+		fmt.Fprintf(w, "              %s %s: %d attempt(s), next at %s: %s\n", f.Kind, f.Target, f.Attempts, f.NextAttempt, f.LastError)
+	}
+}

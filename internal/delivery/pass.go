@@ -1,0 +1,313 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/config"
+	"github.com/reportjob/reportjob/internal/fence"
+	"github.com/reportjob/reportjob/internal/mail"
+	"github.com/reportjob/reportjob/internal/monthclose"
+	"github.com/reportjob/reportjob/internal/outbox"
+	"github.com/reportjob/reportjob/internal/webhook"
+)
+
+// Statements reads the published statements (monthclose.Closer).
+type Statements interface {
+	// Months lists the months with a statement, ascending.
+	Months(ctx context.Context) ([]string, error)
+	// Read reads a month's manifest and statement rows.
+	Read(ctx context.Context, month string) (*monthclose.Statement, error)
+}
+
+// Objects reads a published object whole (the sink).
+type Objects interface {
+	ReadAll(ctx context.Context, key string) ([]byte, error)
+}
+
+// Recipient is an agency as the directory knows it at send time.
+type Recipient struct {
+	LegalName string
+	Emails    []string
+	Locale    string
+	// TermsDays are the agency's own payment terms when HasTerms.
+	TermsDays int
+	HasTerms  bool
+}
+
+// Directory finds an agency's billing addresses (nil: no directory, so no
+// agency has one).
+type Directory interface {
+	Lookup(agencyID string) (Recipient, bool)
+}
+
+// Mailer sends one message (mail.Client): nil only when it was accepted.
+type Mailer interface {
+	Send(ctx context.Context, m *mail.Message) error
+}
+
+// Poster posts one signed event (webhook.Sender).
+type Poster interface {
+	Send(ctx context.Context, url string, key []byte, id string, body []byte) error
+}
+
+// Holder is the lease the pass writes under (job.Holder).
+type Holder interface {
+	Lease() checkpoint.Lease
+	Check() error
+}
+
+// Pass is one delivery pass of a job.
+type Pass struct {
+	Job        string
+	Email      config.Email
+	Webhooks   []config.Webhook
+	Statements Statements
+	Objects    Objects
+	Directory  Directory
+	Outbox     outbox.Store
+	Mailer     Mailer
+	Poster     Poster
+	// Getenv looks up the endpoints' secrets (secret_env).
+	Getenv func(string) string
+	// Issuer names the sender in the wording ({issuer}); Contact and
+	// Instructions fill {contact} and {instructions}: the configuration's,
+	// for a month whose manifest recorded none.
+	Issuer, Contact, Instructions string
+	// TermsDays are the issuer's payment terms: a final statement is due
+	// that many days after its close (an agency's own terms win).
+	TermsDays int
+	// Backoff is the wait before the next attempt after n failed ones
+	// (nil: outbox.Backoff).
+	Backoff func(n int) time.Duration
+	// Clock is the lease's wall clock (default time.Now).
+	Clock func() time.Time
+	Log   *slog.Logger
+}
+
+func (p *Pass) now() time.Time {
+	if p.Clock == nil {
+		return time.Now().UTC()
+	}
+	return p.Clock().UTC()
+}
+
+// Options select what a pass sends.
+type Options struct {
+	// Month and Agency, when set, limit the e-mails sent (statement --send);
+	// events are not sent then.
+	Month, Agency string
+	// MailOnly sends e-mail only (statement --send).
+	MailOnly bool
+	// Resend sends the month's statements again on purpose (statement
+	// --resend): only those sent before, each as a new message.
+	Resend bool
+	// ReplaySince, when set, sends every event at or after it again
+	// (events replay), with the same ids.
+	ReplaySince time.Time
+}
+
+// Failure is one delivery that failed in this pass.
+type Failure struct {
+	ID       string    `json:"id"`
+	Kind     string    `json:"kind"`
+	Target   string    `json:"target"`
+	Attempts int       `json:"attempts"`
+	Next     time.Time `json:"next_attempt"`
+	Error    string    `json:"error"`
+}
+
+// Result is what a pass did.
+type Result struct {
+	Enqueued   int       `json:"enqueued"`
+	MailSent   int       `json:"mail_sent"`
+	EventsSent int       `json:"events_sent"`
+	Resent     int       `json:"resent"`
+	Failures   []Failure `json:"failures,omitempty"`
+	// Pending is what stays to send after the pass (failed, or not due
+	// yet).
+	Pending int `json:"pending"`
+}
+
+// ErrNoAddress is a statement whose agency has no e-mail address in the
+// directory.
+var ErrNoAddress = errors.New("no billing e-mail address in the directory")
+
+// Run enqueues what is due and sends it. It returns an error only when the
+// pass itself could not work (the outbox or the record unreadable, the
+// lease lost); a delivery that fails is a Failure, tried again by later
+// runs.
+func (p *Pass) Run(ctx context.Context, h Holder, o Options) (Result, error) {
+	var res Result
+	n, deriveErr := p.enqueueDue(ctx, h)
+	res.Enqueued = n
+	if errors.Is(deriveErr, checkpoint.ErrLeaseLost) || h.Check() != nil {
+		return res, deriveErr
+	}
+	var todo []outbox.Entry
+	switch {
+	case o.Resend:
+		prefix := "mail/" + o.Month + "/"
+		all, err := p.Outbox.Since(ctx, p.Job, time.Time{})
+		if err != nil {
+			return res, err
+		}
+		for _, e := range all {
+			if e.Kind == outbox.KindMail && strings.HasPrefix(e.ID, prefix) && !e.Sent.IsZero() && (o.Agency == "" || e.Target == o.Agency) {
+				todo = append(todo, e)
+			}
+		}
+		todo = latestRevisions(todo)
+	case !o.ReplaySince.IsZero():
+		all, err := p.Outbox.Since(ctx, p.Job, o.ReplaySince)
+		if err != nil {
+			return res, err
+		}
+		for _, e := range all {
+			if e.Kind == outbox.KindEvent {
+				todo = append(todo, e)
+			}
+		}
+	default:
+		pending, err := p.Outbox.Pending(ctx, p.Job)
+		if err != nil {
+			return res, err
+		}
+		now := p.now()
+		for _, e := range pending {
+			switch {
+			case e.Kind == outbox.KindMark:
+			case o.MailOnly && e.Kind != outbox.KindMail:
+			case e.Kind == outbox.KindMail && o.Month != "" && !strings.HasPrefix(e.ID, "mail/"+o.Month+"/"):
+			case e.Kind == outbox.KindMail && o.Agency != "" && e.Target != o.Agency:
+			case !e.Due(now) && o.Month == "" && o.Agency == "":
+				// not due yet: a later run tries it
+			default:
+				todo = append(todo, e)
+			}
+		}
+	}
+	for _, e := range todo {
+		if err := h.Check(); err != nil {
+			return res, fmt.Errorf("deliveries: %w", err)
+		}
+		resend := !e.Sent.IsZero()
+		crashBeforeSend()
+		var serr error
+		switch e.Kind {
+		case outbox.KindMail:
+			serr = p.sendMail(ctx, e, resend)
+		case outbox.KindEvent:
+			serr = p.sendEvent(ctx, e)
+		}
+		if ferr := fence.Check(ctx); ferr != nil {
+			return res, fmt.Errorf("deliveries: %w", ferr)
+		}
+		now := p.now()
+		if serr != nil {
+			if !resend {
+				e = e.Failed(now, serr)
+				if p.Backoff != nil {
+					e.NextAttempt = now.Add(p.Backoff(e.Attempts))
+				}
+			}
+			res.Failures = append(res.Failures, Failure{ID: e.ID, Kind: e.Kind, Target: e.Target, Attempts: e.Attempts, Next: e.NextAttempt, Error: serr.Error()})
+			p.logger().Warn("delivery failed; a later run tries again", "id", e.ID, "target", e.Target, "attempts", e.Attempts, "err", serr)
+			if !resend {
+				if err := p.Outbox.Record(ctx, p.Job, h.Lease(), now, e); err != nil {
+					return res, fmt.Errorf("deliveries: %w", err)
+				}
+			}
+			continue
+		}
+		crashAfterSend(e.ID)
+		if err := p.Outbox.Record(ctx, p.Job, h.Lease(), now, e.Delivered(now)); err != nil {
+			return res, fmt.Errorf("deliveries: sent %s, then: %w", e.ID, err)
+		}
+		switch {
+		case resend:
+			res.Resent++
+		case e.Kind == outbox.KindMail:
+			res.MailSent++
+		default:
+			res.EventsSent++
+		}
+	}
+	pending, err := p.Outbox.Pending(ctx, p.Job)
+	if err != nil {
+		return res, err
+	}
+	res.Pending = len(pending)
+	for _, e := range pending {
+		if e.Kind == outbox.KindMark {
+			res.Pending--
+		}
+	}
+	return res, deriveErr
+}
+
+// latestRevisions keeps, per agency, the mail of the latest statement
+// revision.
+func latestRevisions(es []outbox.Entry) []outbox.Entry {
+	best := map[string]outbox.Entry{}
+	var order []string
+	for _, e := range es {
+		b, ok := best[e.Target]
+		if !ok {
+			order = append(order, e.Target)
+		}
+		if !ok || revisionOf(e.ID) > revisionOf(b.ID) {
+			best[e.Target] = e
+		}
+	}
+	slices.Sort(order)
+	var out []outbox.Entry
+	for _, a := range order {
+		out = append(out, best[a])
+	}
+	return out
+}
+
+func revisionOf(id string) int {
+	var r int
+	fmt.Sscanf(id[strings.LastIndexByte(id, '/')+1:], "%d", &r)
+	return r
+}
+
+func (p *Pass) logger() *slog.Logger {
+	if p.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.Log
+}
+
+// sendEvent posts an event entry to its endpoint.
+func (p *Pass) sendEvent(ctx context.Context, e outbox.Entry) error {
+	parts := strings.Split(e.ID, "/")
+	if len(parts) != 3 {
+		return fmt.Errorf("event entry %q: bad id", e.ID)
+	}
+	i := slices.IndexFunc(p.Webhooks, func(w config.Webhook) bool { return w.ID == e.Target })
+	if i < 0 {
+		return fmt.Errorf("endpoint %s is no longer in delivery.webhooks", e.Target)
+	}
+	ep := p.Webhooks[i]
+	secret := ""
+	if p.Getenv != nil {
+		secret = p.Getenv(ep.SecretEnv)
+	}
+	if secret == "" {
+		return fmt.Errorf("endpoint %s: the environment variable %s is not set", ep.URL, ep.SecretEnv)
+	}
+	key, err := webhook.Key(secret)
+	if err != nil {
+		return fmt.Errorf("endpoint %s (%s): %w", ep.URL, ep.SecretEnv, err)
+	}
+	return p.Poster.Send(ctx, ep.URL, key, parts[1], e.Payload)
+}

@@ -1,0 +1,363 @@
+package jobstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/reportjob/reportjob/internal/checkpoint"
+	"github.com/reportjob/reportjob/internal/dynamodb/attr"
+	"github.com/reportjob/reportjob/internal/outbox"
+)
+
+var _ outbox.Store = (*State)(nil)
+
+// The outbox (package outbox) lives in the state table too, in items of
+// its own, so that the job item's size does not grow with it:
+//
+//	job "<job>#outbox"             pending SS  ids not sent yet
+//	                               months  SS  the months (UTC "2026-04") of
+//	                                           the entries' at
+//	job "<job>#outbox#m#<YYYY-MM>" ids     SS  the entries whose at is in
+//	                                           that month (for Since)
+//	job "<job>#outbox#e#<id>"      kind S, target S, at N, payload B,
+//	                               attempts N, next_attempt N, last_error S,
+//	                               sent N, resends N (absent when zero)
+//
+// Every write is one TransactWriteItems whose first action is the lease's
+// ConditionCheck on the job item: fenced like every state write.
+const enqueueChunk = 30 // entries per transaction: 1 + 30 + 1 + up to 30 month items <= 100 actions
+
+func outboxKey(job, suffix string) map[string]types.AttributeValue {
+	return attr.JobKey(job + "#outbox" + suffix)
+}
+
+func ss(v ...string) types.AttributeValue { return &types.AttributeValueMemberSS{Value: v} }
+
+func (s *State) leaseCheck(job string, l checkpoint.Lease, now time.Time) types.TransactWriteItem {
+	cond, names, vals := leaseCond(l, &now)
+	return types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: aws.String(s.table), Key: attr.JobKey(job),
+		ConditionExpression: aws.String(cond), ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}}
+}
+
+// fencedTransact writes items after the lease check; a failed check is
+// the lease lost.
+func (s *State) fencedTransact(ctx context.Context, job string, l checkpoint.Lease, now time.Time, items []types.TransactWriteItem) error {
+	err := s.transact(ctx, append([]types.TransactWriteItem{s.leaseCheck(job, l, now)}, items...))
+	if err == nil {
+		return nil
+	}
+	old, failed, err := s.conditionFailed(ctx, job, err)
+	if !failed {
+		return err
+	}
+	if lost := leaseLost(old, l, now); lost != nil {
+		return lost
+	}
+	return fmt.Errorf("%w (a condition of the write failed)", checkpoint.ErrLeaseLost)
+}
+
+func entryItem(job string, e outbox.Entry) map[string]types.AttributeValue {
+	it := outboxKey(job, "#e#"+e.ID)
+	it["kind"] = attr.S(e.Kind)
+	it["at"] = attr.Millis(e.At)
+	if e.Target != "" {
+		it["target"] = attr.S(e.Target)
+	}
+	if len(e.Payload) > 0 {
+		it["payload"] = attr.B(e.Payload)
+	}
+	maps.Copy(it, stateAttrs(e))
+	return it
+}
+
+// stateAttrs are e's attempt state, zero values left out.
+func stateAttrs(e outbox.Entry) map[string]types.AttributeValue {
+	it := map[string]types.AttributeValue{}
+	if e.Attempts > 0 {
+		it["attempts"] = attr.N(int64(e.Attempts))
+	}
+	if !e.NextAttempt.IsZero() {
+		it["next_attempt"] = attr.Millis(e.NextAttempt)
+	}
+	if e.LastError != "" {
+		it["last_error"] = attr.S(e.LastError)
+	}
+	if !e.Sent.IsZero() {
+		it["sent"] = attr.Millis(e.Sent)
+	}
+	if e.Resends > 0 {
+		it["resends"] = attr.N(int64(e.Resends))
+	}
+	return it
+}
+
+// Enqueue implements outbox.Store: the ids already held are read first
+// (the lease keeps other writers out), the others written in transactions
+// of enqueueChunk entries.
+func (s *State) Enqueue(ctx context.Context, job string, l checkpoint.Lease, now time.Time, es []outbox.Entry) (int, error) {
+	if err := checkJob(job); err != nil {
+		return 0, fmt.Errorf("enqueue: %w", err)
+	}
+	for _, e := range es {
+		if err := e.Validate(); err != nil {
+			return 0, fmt.Errorf("enqueue: %w", err)
+		}
+	}
+	var ids []string
+	for _, e := range es {
+		ids = append(ids, e.ID)
+	}
+	have, err := s.getEntries(ctx, job, ids)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue deliveries of job %q: %w", job, err)
+	}
+	var fresh []outbox.Entry
+	seen := map[string]bool{}
+	for _, e := range es {
+		if _, ok := have[e.ID]; !ok && !seen[e.ID] {
+			fresh = append(fresh, e)
+			seen[e.ID] = true
+		}
+	}
+	for chunk := range slices.Chunk(fresh, enqueueChunk) {
+		var items []types.TransactWriteItem
+		byMonth := map[string][]string{}
+		var pending []string
+		for _, e := range chunk {
+			items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: entryItem(job, e)}})
+			m := e.At.UTC().Format("2006-01")
+			byMonth[m] = append(byMonth[m], e.ID)
+			if e.Sent.IsZero() {
+				pending = append(pending, e.ID)
+			}
+		}
+		months := slices.Sorted(maps.Keys(byMonth))
+		idx, vals := "ADD months :m", map[string]types.AttributeValue{":m": ss(months...)}
+		if len(pending) > 0 {
+			idx, vals[":p"] = "ADD pending :p, months :m", ss(pending...)
+		}
+		items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.table), Key: outboxKey(job, ""),
+			UpdateExpression: aws.String(idx), ExpressionAttributeValues: vals}})
+		for _, m := range months {
+			items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.table), Key: outboxKey(job, "#m#"+m),
+				UpdateExpression: aws.String("ADD ids :i"), ExpressionAttributeValues: map[string]types.AttributeValue{":i": ss(byMonth[m]...)}}})
+		}
+		if err := s.fencedTransact(ctx, job, l, now, items); err != nil {
+			return 0, fmt.Errorf("enqueue deliveries of job %q: %w", job, err)
+		}
+	}
+	return len(fresh), nil
+}
+
+// Record implements outbox.Store.
+func (s *State) Record(ctx context.Context, job string, l checkpoint.Lease, now time.Time, e outbox.Entry) error {
+	if err := checkJob(job); err != nil {
+		return fmt.Errorf("record delivery: %w", err)
+	}
+	if err := e.Validate(); err != nil {
+		return fmt.Errorf("record delivery: %w", err)
+	}
+	have, err := s.getEntries(ctx, job, []string{e.ID})
+	if err != nil {
+		return fmt.Errorf("record delivery %s of job %q: %w", e.ID, job, err)
+	}
+	if _, ok := have[e.ID]; !ok {
+		return fmt.Errorf("record delivery of job %q: %w: %s", job, outbox.ErrNotFound, e.ID)
+	}
+	expr, vals := "REMOVE attempts, next_attempt, last_error, sent, resends", map[string]types.AttributeValue{}
+	if st := stateAttrs(e); len(st) > 0 {
+		var set, remove []string
+		for _, k := range []string{"attempts", "next_attempt", "last_error", "sent", "resends"} {
+			if v, ok := st[k]; ok {
+				set = append(set, k+" = :"+k)
+				vals[":"+k] = v
+			} else {
+				remove = append(remove, k)
+			}
+		}
+		expr = "SET " + strings.Join(set, ", ")
+		if len(remove) > 0 {
+			expr += " REMOVE " + strings.Join(remove, ", ")
+		}
+	}
+	up := &types.Update{TableName: aws.String(s.table), Key: outboxKey(job, "#e#"+e.ID), UpdateExpression: aws.String(expr)}
+	if len(vals) > 0 {
+		up.ExpressionAttributeValues = vals
+	}
+	idx := "ADD pending :p"
+	if !e.Sent.IsZero() {
+		idx = "DELETE pending :p"
+	}
+	items := []types.TransactWriteItem{{Update: up}, {Update: &types.Update{TableName: aws.String(s.table), Key: outboxKey(job, ""),
+		UpdateExpression: aws.String(idx), ExpressionAttributeValues: map[string]types.AttributeValue{":p": ss(e.ID)}}}}
+	if err := s.fencedTransact(ctx, job, l, now, items); err != nil {
+		return fmt.Errorf("record delivery %s of job %q: %w", e.ID, job, err)
+	}
+	return nil
+}
+
+// Get implements outbox.Store.
+func (s *State) Get(ctx context.Context, job string, ids []string) (map[string]outbox.Entry, error) {
+	if err := checkJob(job); err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	es, err := s.getEntries(ctx, job, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
+	}
+	return es, nil
+}
+
+// Pending implements outbox.Store.
+func (s *State) Pending(ctx context.Context, job string) ([]outbox.Entry, error) {
+	idx, err := s.getItem(ctx, outboxKey(job, ""))
+	if err != nil {
+		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
+	}
+	es, err := s.getEntries(ctx, job, setOf(idx["pending"]))
+	if err != nil {
+		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
+	}
+	return sorted(es, func(e outbox.Entry) bool { return e.Sent.IsZero() }), nil
+}
+
+// Since implements outbox.Store.
+func (s *State) Since(ctx context.Context, job string, t time.Time) ([]outbox.Entry, error) {
+	idx, err := s.getItem(ctx, outboxKey(job, ""))
+	if err != nil {
+		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
+	}
+	from := t.UTC().Format("2006-01")
+	var ids []string
+	for _, m := range setOf(idx["months"]) {
+		if m < from {
+			continue
+		}
+		it, err := s.getItem(ctx, outboxKey(job, "#m#"+m))
+		if err != nil {
+			return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
+		}
+		ids = append(ids, setOf(it["ids"])...)
+	}
+	es, err := s.getEntries(ctx, job, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
+	}
+	tm := time.UnixMilli(t.UnixMilli())
+	return sorted(es, func(e outbox.Entry) bool { return !e.At.Before(tm) }), nil
+}
+
+func sorted(es map[string]outbox.Entry, keep func(outbox.Entry) bool) []outbox.Entry {
+	var out []outbox.Entry
+	for _, id := range slices.Sorted(maps.Keys(es)) {
+		if keep(es[id]) {
+			out = append(out, es[id])
+		}
+	}
+	return out
+}
+
+func setOf(v types.AttributeValue) []string {
+	if s, ok := v.(*types.AttributeValueMemberSS); ok {
+		return s.Value
+	}
+	return nil
+}
+
+func (s *State) getItem(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.table), Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, err
+	}
+	return out.Item, nil
+}
+
+// getEntries reads the entries of ids that exist (strongly consistent
+// BatchGetItem, 100 keys at a time, unprocessed keys retried).
+func (s *State) getEntries(ctx context.Context, job string, ids []string) (map[string]outbox.Entry, error) {
+	out := map[string]outbox.Entry{}
+	uniq := slices.Compact(slices.Sorted(slices.Values(ids)))
+	prefix := job + "#outbox#e#"
+	for chunk := range slices.Chunk(uniq, 100) {
+		var keys []map[string]types.AttributeValue
+		for _, id := range chunk {
+			keys = append(keys, outboxKey(job, "#e#"+id))
+		}
+		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
+		for try := 0; len(req) > 0; try++ {
+			if try > 20 {
+				return nil, errors.New("batch get of outbox entries: keys still unprocessed after 20 tries")
+			}
+			res, err := s.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range res.Responses[s.table] {
+				k, _ := it["job"].(*types.AttributeValueMemberS)
+				if k == nil || len(k.Value) <= len(prefix) {
+					continue
+				}
+				e, err := parseEntry(k.Value[len(prefix):], it)
+				if err != nil {
+					return nil, err
+				}
+				out[e.ID] = e
+			}
+			req = res.UnprocessedKeys
+			if len(req) > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(time.Duration(try+1) * 50 * time.Millisecond):
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func parseEntry(id string, it map[string]types.AttributeValue) (outbox.Entry, error) {
+	e := outbox.Entry{ID: id}
+	str := func(k string) string {
+		if v, ok := it[k].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+		return ""
+	}
+	var bad error
+	num := func(k string) int64 {
+		v, ok := it[k].(*types.AttributeValueMemberN)
+		if !ok {
+			return 0
+		}
+		n, err := strconv.ParseInt(v.Value, 10, 64)
+		if err != nil && bad == nil {
+			bad = fmt.Errorf("outbox entry %s: %s %q: %w", id, k, v.Value, err)
+		}
+		return n
+	}
+	ms := func(k string) time.Time {
+		if n := num(k); n != 0 {
+			return attr.FromMillis(n)
+		}
+		return time.Time{}
+	}
+	e.Kind, e.Target, e.LastError = str("kind"), str("target"), str("last_error")
+	e.At, e.NextAttempt, e.Sent = ms("at"), ms("next_attempt"), ms("sent")
+	e.Attempts, e.Resends = int(num("attempts")), int(num("resends"))
+	if b, ok := it["payload"].(*types.AttributeValueMemberB); ok {
+		e.Payload = b.Value
+	}
+	return e, bad
+}
