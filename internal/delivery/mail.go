@@ -77,8 +77,17 @@ func (p *Pass) Compose(ctx context.Context, e outbox.Entry, resend int) (*mail.M
 		issuer = p.Job
 	}
 	subject := loc.T("mail.subject", "issuer", issuer, "number", number, "month", month)
-	body := loc.T("mail.body", "agency", name, "number", number, "month", month, "amounts", strings.Join(amounts, ", "),
-		"due", due, "instructions", instructions, "contact", contact, "issuer", issuer)
+	// The instructions and the contact are paragraphs of their own, left
+	// out when the issuer has none.
+	paras := []string{loc.T("mail.body", "agency", name, "number", number, "month", month, "amounts", strings.Join(amounts, ", "),
+		"due", due)}
+	if strings.TrimSpace(instructions) != "" {
+		paras = append(paras, loc.T("mail.instructions", "instructions", instructions))
+	}
+	if strings.TrimSpace(contact) != "" {
+		paras = append(paras, loc.T("mail.contact", "contact", contact))
+	}
+	body := strings.Join(append(paras, loc.T("mail.closing", "issuer", issuer)), "\n\n")
 	if resend > 0 {
 		body = loc.T("mail.resent_note") + "\n\n" + body
 	}
