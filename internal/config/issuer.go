@@ -139,6 +139,10 @@ func textProblem(s string, max int, multiline bool) string {
 // The directory is not parsed here: it is read at the close.
 func (d *decoder) checkStatementFiles(c *Config) {
 	s := &c.Statements
+	if strings.HasPrefix(s.Directory, "s3://") && c.Sink.Bucket == "" && !d.failed("statements.directory") {
+		// It is read with the sink's S3 client and credentials.
+		d.fail("statements.directory", d.str("statements.directory"), "an s3:// directory needs an s3:// sink (it is read with the sink's S3 client); with a file:// sink give a local path")
+	}
 	if s.Directory != "" && !strings.HasPrefix(s.Directory, "s3://") && !d.failed("statements.directory") {
 		d.checkFile("statements.directory", d.str("statements.directory"), s.Directory, nil)
 	}

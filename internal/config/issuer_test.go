@@ -112,6 +112,8 @@ statements:
 			`config: statements.fonts "fonts/b.ttf" (DIR/c.yaml:1): cannot read DIR/fonts/b.ttf: no such file or directory`},
 		{"fonts a folder", "statements: {fonts: [fonts]}", nil, "statements.fonts",
 			`config: statements.fonts "fonts" (DIR/c.yaml:1): not a regular file DIR/fonts`},
+		{"s3 directory file sink", "statements: {directory: \"s3://bucket/agencies.csv\"}", nil, "statements.directory",
+			`config: statements.directory "s3://bucket/agencies.csv" (DIR/c.yaml:1): an s3:// directory needs an s3:// sink (it is read with the sink's S3 client); with a file:// sink give a local path`},
 		{"fonts collection", "statements: {fonts: [fonts/c.ttc]}", nil, "statements.fonts",
 			`config: statements.fonts "fonts/c.ttc" (DIR/c.yaml:1): a font collection (.ttc): give one TrueType font file (.ttf) of it`},
 		{"fonts cff", "statements: {fonts: [fonts/d.otf]}", nil, "statements.fonts", "the PDF writer takes TrueType (glyf) fonts only, e.g. /usr/share/fonts/opentype/ipafont-gothic/ipag.ttf from Debian's fonts-ipafont-gothic"},

@@ -41,12 +41,7 @@ func (p *Pass) Compose(ctx context.Context, e outbox.Entry, resend int) (*mail.M
 	if !ok || len(r.Emails) == 0 {
 		return nil, fmt.Errorf("agency %q: %w", d.AgencyID, ErrNoAddress)
 	}
-	loc := locale.English()
-	if r.Locale != "" {
-		if l, err := locale.Parse(r.Locale); err == nil {
-			loc = l
-		}
-	}
+	loc := locale.ForDocument(r.Locale)
 	name := r.LegalName
 	if name == "" {
 		name = d.AgencyID

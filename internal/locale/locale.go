@@ -80,6 +80,19 @@ type Locale struct {
 // English is the locale of a statement whose agency has none.
 func English() *Locale { return newLocale(language.English) }
 
+// ForDocument is the locale a document for tag is written in: Parse's
+// when tag's language has a catalog, else English throughout, numbers
+// included, so that no reader meets English words with another
+// language's separators ("BHD 123,457" read as thousands). "" or a
+// malformed tag is English too.
+func ForDocument(tag string) *Locale {
+	l, err := Parse(tag)
+	if err != nil || !l.hasCatalog() {
+		return English()
+	}
+	return l
+}
+
 // Parse returns the locale for a BCP 47 tag ("fr-FR", "ja"; "fr_FR" is
 // read as "fr-FR"). A well-formed tag whose language has no catalog gets
 // English wording with the tag's own number formats; a malformed tag, or
@@ -108,6 +121,12 @@ func (l *Locale) Tag() string { return l.tag.String() }
 // Language is the base language of the catalog the wording comes from:
 // "pt" for "pt-BR", "en" for a language without a catalog.
 func (l *Locale) Language() string { return l.lang }
+
+// hasCatalog reports whether the tag's own language has a catalog.
+func (l *Locale) hasCatalog() bool {
+	base, _ := l.tag.Base()
+	return l.lang == base.String()
+}
 
 // Supported lists the languages that have a catalog, sorted.
 func Supported() []string {

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/reportjob/reportjob/internal/money"
 )
 
 // TestCatalogsComplete is the translator's checklist: every key of
@@ -191,6 +193,22 @@ func TestMailBody(t *testing.T) {
 		body := mustParse(t, lang).T("mail.body", "agency", "A", "number", "N", "month", "M", "amounts", "X", "due", "D", "instructions", "I", "contact", "C", "issuer", "S")
 		if strings.Count(body, "\n") < 4 || strings.Contains(body, "{") || strings.Contains(body, `\n`) {
 			t.Errorf("%s: mail.body = %q", lang, body)
+		}
+	}
+}
+
+// TestForDocument: a language without a catalog is English throughout
+// (words and numbers); one with a catalog keeps its region's numbers.
+func TestForDocument(t *testing.T) {
+	eur, _ := money.LookupCurrency("EUR")
+	amount := money.TotalOf(123456789)
+	for _, tc := range []struct{ tag, lang, want string }{
+		{"pl", "en", "1,234,567.89"}, {"pl-PL", "en", "1,234,567.89"}, {"", "en", "1,234,567.89"}, {"zz!", "en", "1,234,567.89"},
+		{"de-CH", "de", "1’234’567.89"}, {"fr-FR", "fr", "1\u00a0234\u00a0567,89"}, {"ja", "ja", "1,234,567.89"},
+	} {
+		l := ForDocument(tc.tag)
+		if l.Language() != tc.lang || l.Amount(eur, amount) != tc.want {
+			t.Errorf("ForDocument(%q): language %s amount %q, want %s %q", tc.tag, l.Language(), l.Amount(eur, amount), tc.lang, tc.want)
 		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
+	"strings"
 
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/sink"
@@ -133,10 +135,27 @@ var ErrManifestLost = errors.New("month manifest lost")
 // built again from its periods, which may have been restated since: a final
 // statement never changes, and its restatements are booked in later months
 // already. One LIST of the month's statements folder.
+//
+// The month's other objects beside its manifest (the manifest's parts, the
+// adjustments, the logo; not a publication's intent) tell the same, with a
+// second LIST: so the month is not numbered anew when its statements
+// dataset was deleted with its manifest. What is left unseen: a month with
+// both deleted and nothing else under manifests/month=M/ (RELIABILITY.md).
 func (c *Closer) checkNotLost(ctx context.Context, m string) error {
 	objs, err := c.bucket().List(ctx, report.StatementsPrefix(m))
 	if err != nil {
 		return fmt.Errorf("list the statements of %s: %w", m, err)
+	}
+	if len(objs) == 0 {
+		others, err := c.bucket().List(ctx, report.MonthManifestPrefix(m))
+		if err != nil {
+			return fmt.Errorf("list the manifests of %s: %w", m, err)
+		}
+		for _, o := range others {
+			if o.Key != report.MonthManifestKey(m) && !strings.HasPrefix(path.Base(o.Key), "pending-") {
+				objs = append(objs, o)
+			}
+		}
 	}
 	if len(objs) == 0 {
 		return nil

@@ -101,8 +101,8 @@ func (r *Renderer) Render(w io.Writer, s *statement.Agency) error {
 }
 
 func newSheet(s *statement.Agency, month time.Time, fonts []docFont, extras []*extraFont) *sheet {
-	l, err := locale.Parse(s.Doc.Locale)
-	if err != nil || !wordable(l, s.Month, extras) {
+	l := locale.ForDocument(s.Doc.Locale)
+	if !wordable(l, s.Month, extras) {
 		l = locale.English()
 	}
 	zone, err := time.LoadLocation(orUTC(s.Zone))
