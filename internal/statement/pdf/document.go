@@ -53,6 +53,9 @@ type sheet struct {
 	// The current font as requested: family, style, size in points.
 	family, style string
 	size          float64
+	// furnishing: the running header and footer are being written
+	// (below bodyBottom by design).
+	furnishing bool
 	// auto: a line's direction is that of its first strong character (a
 	// party's name and address), else left to right (see visual).
 	auto bool
@@ -206,6 +209,8 @@ func (d *sheet) furniture() {
 		head = iss + " · " + head
 	}
 	foot := d.l.T("doc.title") + " " + doc.Number
+	d.furnishing = true
+	defer func() { d.furnishing = false }()
 	for p := 1; p <= n; p++ {
 		d.f.SetPage(p)
 		d.set.family = "" // the page's content stream has its own last font
