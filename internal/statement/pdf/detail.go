@@ -13,16 +13,8 @@ import (
 // table writes rows under t's heading; a row that does not fit starts a
 // new page, which repeats the heading.
 func (d *sheet) table(t table, rows [][]string, style rowStyle) {
-	header := func() {
-		d.font(familyDoc, "B", t.size)
-		d.fill(colHeadFill)
-		d.text(colText)
-		d.f.SetX(marginX)
-		for _, c := range t.cols {
-			d.cell(c.w, t.rowH+1, c.title, c.align, true)
-		}
-		d.f.Ln(t.rowH + 1)
-	}
+	header := func() { d.header(t) }
+	d.ensure(d.headerH(t) + min(1, float64(len(rows)))*t.rowH)
 	header()
 	for i, row := range rows {
 		if d.f.GetY()+t.rowH > bodyBottom {
@@ -177,9 +169,9 @@ func (d *sheet) days() {
 	}
 	d.heading(d.l.T("sec.days"), 20)
 	cols := []column{
-		{d.l.T("col.date"), 28, "L"}, {d.l.T("col.currency"), 14, "L"}, {d.l.T("col.purchases"), 18, "R"},
-		{d.l.T("col.refunds"), 20, "R"}, {d.l.T("col.gross"), 26.5, "R"}, {d.l.T("col.refund_amount"), 26.5, "R"},
-		{d.l.T("col.net"), 26.5, "R"}, {d.l.T("col.commission"), 26.5, "R"},
+		{d.l.T("col.date"), 28, "L"}, {d.l.T("col.currency"), 14, "L"}, {d.l.T("col.purchases"), 17, "R"},
+		{d.l.T("col.refunds"), 24, "R"}, {d.l.T("col.gross"), 25.75, "R"}, {d.l.T("col.refund_amount"), 25.75, "R"},
+		{d.l.T("col.net"), 25.75, "R"}, {d.l.T("col.commission"), 25.75, "R"},
 	}
 	rows := make([][]string, len(d.s.Days))
 	shaded := make([]bool, len(d.s.Days))
@@ -268,20 +260,18 @@ func (d *sheet) appendix() {
 	const (
 		size, rowH = 5.2, 2.6
 		nameW      = 17.5
-		revW       = 6.0
+		revW       = 8.0
 		half       = contentW / 2
 		digestW    = half - nameW - revW - 1
 	)
+	t := table{cols: []column{{d.l.T("col.period"), nameW, "L"}, {d.l.T("col.revision"), revW, "R"},
+		{d.l.T("col.digest"), digestW, "L"}}, size: 6.5, rowH: rowH}
 	header := func(y float64) {
-		d.font(familyDoc, "B", 6.5)
-		d.fill(colHeadFill)
 		for k := range 2 {
-			d.f.SetXY(marginX+float64(k)*half, y)
-			d.cell(nameW, rowH+1, d.l.T("col.period"), "L", true)
-			d.cell(revW, rowH+1, d.l.T("col.revision"), "R", true)
-			d.cell(digestW, rowH+1, d.l.T("col.digest"), "L", true)
+			d.f.SetY(y)
+			d.headerAt(t, marginX+float64(k)*half)
 		}
-		d.f.SetY(y + rowH + 1.5)
+		d.f.SetY(y + d.headerH(t) + 0.5)
 	}
 	d.ensure(10)
 	for start := 0; start < len(all); {

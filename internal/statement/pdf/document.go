@@ -53,6 +53,9 @@ type sheet struct {
 	// The current font as requested: family, style, size in points.
 	family, style string
 	size          float64
+	// furnishing: the running header and footer are being written
+	// (below bodyBottom by design).
+	furnishing bool
 	// auto: a line's direction is that of its first strong character (a
 	// party's name and address), else left to right (see visual).
 	auto bool
@@ -202,16 +205,19 @@ func (d *sheet) furniture() {
 	n := d.f.PageCount()
 	doc := d.s.Doc
 	head := doc.Number + " · " + d.name(doc.Recipient.LegalName) + " · " + d.l.Month(d.s.Month) + " · " + d.statusWord()
-	if iss := d.issuerName(); iss != "" {
-		head = iss + " · " + head
-	}
+	iss := d.issuerName()
 	foot := d.l.T("doc.title") + " " + doc.Number
+	d.furnishing = true
+	defer func() { d.furnishing = false }()
 	for p := 1; p <= n; p++ {
 		d.f.SetPage(p)
 		d.set.family = "" // the page's content stream has its own last font
 		d.draw(colRule)
 		d.text(colMuted)
 		d.font(familyDoc, "", 7.5)
+		if p == 2 && iss != "" {
+			head = d.headWith(iss, head)
+		}
 		if p > 1 {
 			d.f.SetXY(marginX, marginTop-2)
 			d.cell(contentW, 5, head, "L", false)
@@ -223,6 +229,27 @@ func (d *sheet) furniture() {
 		d.cell(contentW*0.3, 4, d.l.T("page", "n", d.l.Int(int64(p)), "total", d.l.Int(int64(n))), "R", false)
 	}
 	d.text(colText)
+}
+
+// headWith is the running header: the issuer's name, then head. A long
+// name (past 60 characters) is cut with an ellipsis so that the header
+// fits the page in the current font, never shrunk to unreadable.
+func (d *sheet) headWith(iss, head string) string {
+	r := []rune(iss)
+	if len(r) <= 60 {
+		return iss + " · " + head
+	}
+	avail := contentW - 2*cellMargin
+	for n := len(r); n > 1; n-- {
+		name := string(r[:n])
+		if n < len(r) {
+			name = strings.TrimRight(name, " ") + "…"
+		}
+		if d.widthOf(d.runs(name+" · "+head)) <= avail {
+			return name + " · " + head
+		}
+	}
+	return head
 }
 
 // wordable reports whether the fonts of the document (the embedded ones

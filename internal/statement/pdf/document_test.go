@@ -48,7 +48,7 @@ func document(t testing.TB, tag, name string, address ...string) *statement.Agen
 	t.Helper()
 	s := realistic(t, "agency-0001")
 	s.Doc = statement.Document{
-		Number: "ACME-2026-06-0001",
+		Number: "ACME-202606-000001",
 		Issuer: statement.Party{LegalName: "Acme Travel Billing SAS", Address: []string{"12 rue de la Paix", "75002 Paris"},
 			Country: "FR", TaxID: "FR12345678901", Contact: "billing@acme.example"},
 		Recipient: statement.Party{LegalName: name, Address: address, Country: "GB", TaxID: "GB123456789",
@@ -79,10 +79,15 @@ func docCases(t testing.TB) []struct {
 } {
 	fr := document(t, "fr-FR", "Voyages Éloïse SARL", "8 cours de l’Intendance", "33000 Bordeaux")
 	fr.Status, fr.ClosesAt = statement.Final, ""
+	// A final is issued on its close day: June closes 3 days after its end
+	// (close_after 3d); net 30 days from then.
+	fr.Doc.Number = "ACME-202606-000002"
+	fr.Doc.IssueDate, fr.Doc.DueDate = "2026-07-03", "2026-08-02"
 	fr.Adjustments = fr.Adjustments[:1]
 	fr.Doc.Recipient.Country = "FR"
 	ja := document(t, "ja", "東京トラベル", "〒100-0005", "東京都千代田区丸の内1-1-1")
 	ja.Doc.Recipient.Country = "JP"
+	ja.Doc.Number = "ACME-202606-000003"
 	return []struct {
 		name  string
 		s     *statement.Agency

@@ -154,8 +154,9 @@ func (d *sheet) facts() {
 		{d.l.T("doc.month"), d.l.Month(d.s.Month)},
 		{issue, d.l.Date(doc.IssueDate)},
 		{d.l.T("doc.due_date"), d.l.Date(doc.DueDate)},
-		{d.l.T("doc.terms"), d.tn("doc.terms_days", doc.PaymentTermsDays)},
+		{d.l.T("doc.terms"), d.terms()},
 	}
+	d.ensure(12 + 2*3.4 + 1)
 	y := f.GetY()
 	w := contentW / float64(len(facts))
 	d.fill(colHeadFill)
@@ -176,6 +177,27 @@ func (d *sheet) facts() {
 	} else {
 		d.note(d.l.T("doc.draft_note", "date", d.l.Date(doc.IssueDate), "closes", d.instant(d.s.ClosesAt)))
 	}
+}
+
+// terms is the payment terms as printed: "Net 30 days", or "Due on
+// receipt" for terms of 0 days.
+func (d *sheet) terms() string {
+	if d.s.Doc.PaymentTermsDays == 0 {
+		return d.l.T("doc.terms_immediate")
+	}
+	return d.tn("doc.terms_days", d.s.Doc.PaymentTermsDays)
+}
+
+// nothingToPay reports whether no currency has commission due above zero
+// (every one a credit or zero): page 1 then prints neither the payment
+// instructions nor the number to quote with a payment.
+func (d *sheet) nothingToPay() bool {
+	for _, l := range d.s.Lines {
+		if l.CommissionDue.Sign() > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // instant is an RFC 3339 instant as the locale writes its day, with the
@@ -215,28 +237,53 @@ func (d *sheet) amountsDue() {
 	if len(lines) == 0 {
 		lines = append(lines, d.l.T("doc.nothing_due", "currency", "—"))
 	}
+	// One shaded box per page: a sentence is never split across pages.
 	d.font(familyDoc, "B", 10)
-	h := 0.0
-	for _, s := range lines {
-		h += 5 * float64(len(d.wrap(s, contentW-8-2*cellMargin)))
+	const pad = 1.5
+	for i := 0; i < len(lines); {
+		y := f.GetY() + 1
+		if y+2*pad+d.sentenceH(lines[i]) > bodyBottom {
+			d.newPage()
+			y = f.GetY() + 1
+		}
+		h, j := 0.0, i
+		for ; j < len(lines); j++ {
+			sh := d.sentenceH(lines[j])
+			if j > i && y+2*pad+h+sh > bodyBottom {
+				break
+			}
+			h += sh
+		}
+		d.fill(colZebra)
+		f.Rect(marginX, y, contentW, h+2*pad, "F")
+		d.fill(colBarPos)
+		f.Rect(marginX, y, 1.2, h+2*pad, "F")
+		f.SetY(y + pad)
+		for _, s := range lines[i:j] {
+			d.para(marginX+4, contentW-8, 5, s)
+		}
+		f.SetY(y + h + 2*pad + 1)
+		if i = j; i < len(lines) {
+			d.newPage()
+		}
 	}
-	y := f.GetY() + 1
-	d.fill(colZebra)
-	f.Rect(marginX, y, contentW, h+3, "F")
-	d.fill(colBarPos)
-	f.Rect(marginX, y, 1.2, h+3, "F")
-	f.SetY(y + 1.5)
-	for _, s := range lines {
-		d.para(marginX+4, contentW-8, 5, s)
-	}
-	f.SetY(y + h + 4)
+}
+
+// sentenceH is the height of an amount-due sentence, wrapped, in the
+// current font.
+func (d *sheet) sentenceH(s string) float64 {
+	return 5 * float64(len(d.wrap(s, contentW-8-2*cellMargin)))
 }
 
 // instructions writes the issuer's payment instructions and the reference
 // to quote.
 func (d *sheet) instructions() {
+	if d.nothingToPay() {
+		return
+	}
 	doc := d.s.Doc
 	d.font(familyDoc, "B", 8.5)
+	d.ensure(4.6 + 4.2)
 	d.f.SetX(marginX)
 	d.cell(contentW, 4.6, d.l.T("doc.payment_instructions"), "L", false)
 	d.f.Ln(4.6)
@@ -281,28 +328,9 @@ func (d *sheet) summary() {
 				rows[i] = append(rows[i], v)
 			}
 		}
-		d.table(table{cols: cols, family: familyDoc, size: 8.5, rowH: 5}, rows,
-			func(i int) (bool, bool) { return i == len(labels)-1, i%2 == 1 })
+		t := table{cols: cols, family: familyDoc, size: 8.5, rowH: 5}
+		d.ensure(d.headerH(t) + float64(len(rows))*t.rowH) // a block is never split
+		d.table(t, rows, func(i int) (bool, bool) { return i == len(labels)-1, i%2 == 1 })
 		d.f.Ln(2)
 	}
-}
-
-// rates writes the commission applied per rate: currency, the days at the
-// rate, the rate, the base and the commission.
-func (d *sheet) rates() {
-	if len(d.s.Rates) == 0 {
-		return
-	}
-	d.heading(d.l.T("sec.rates"), 12)
-	cols := []column{{d.l.T("col.currency"), 20, "L"}, {d.l.T("col.days"), 70, "L"}, {d.l.T("col.rate"), 22, "R"},
-		{d.l.T("col.base"), 37, "R"}, {d.l.T("col.commission"), 37, "R"}}
-	rows := make([][]string, len(d.s.Rates))
-	for i, r := range d.s.Rates {
-		days := d.l.Date(r.From)
-		if r.To != r.From {
-			days = d.l.T("rate.range", "from", d.l.Date(r.From), "to", d.l.Date(r.To))
-		}
-		rows[i] = []string{r.Currency.Code, days, d.l.Rate(r.BPS), d.l.Amount(r.Currency, r.Base), d.l.Amount(r.Currency, r.Commission)}
-	}
-	d.table(table{cols: cols, family: familyDoc, size: 8.5, rowH: 5}, rows, zebra)
 }

@@ -174,6 +174,11 @@ func (d *sheet) cell(w, h float64, s, align string, fill bool) {
 // cellMargin is the space left and right of a cell's text, in millimetres.
 const cellMargin = 1.2
 
+// drawnBelow, when set (by tests), is called for every text drawn below
+// bodyBottom outside the running header and footer: never, as every block
+// breaks onto a new page when it does not fit.
+var drawnBelow func(page int, baseline float64, rs []piece)
+
 // put draws rs, tw wide, in the box (x, y, w, h), vertically centred.
 func (d *sheet) put(x, y, w, h float64, rs []piece, tw float64, align string) {
 	tx := x + cellMargin
@@ -184,6 +189,9 @@ func (d *sheet) put(x, y, w, h float64, rs []piece, tw float64, align string) {
 		tx = x + (w-tw)/2
 	}
 	base := y + h/2 + 0.3*d.size/d.f.GetConversionRatio()
+	if drawnBelow != nil && !d.furnishing && base > bodyBottom {
+		drawnBelow(d.f.PageNo(), base, rs)
+	}
 	for _, r := range rs {
 		d.use(r)
 		d.f.Text(tx, base, r.text)
@@ -195,6 +203,7 @@ func (d *sheet) put(x, y, w, h float64, rs []piece, tw float64, align string) {
 // line, and leaves the cursor at x below it.
 func (d *sheet) para(x, w, lineH float64, s string) {
 	for _, line := range d.wrap(s, w-2*cellMargin) {
+		d.ensure(lineH)
 		d.f.SetXY(x, d.f.GetY())
 		d.cell(w, lineH, line, "L", false)
 		d.f.Ln(lineH)
