@@ -4,7 +4,8 @@
 # bench-results.json. See PERFORMANCE.md.
 #   scripts/bench.sh                 small sizes (about 5 minutes on 2 cores)
 #   scripts/bench.sh --full          issue 10's sizes: 5M transactions, 1M-item tables (about an hour)
-#   scripts/bench.sh -only run       one scenario (run, ingest, ddbingest, growth, concurrency, bigperiod, ddbsplit)
+#   scripts/bench.sh -only run       one scenario (run, ingest, ddbingest, growth, concurrency, bigperiod, ddbsplit, monthclose)
+#   scripts/bench.sh -only monthclose            a month of 10,000 agencies closes (--full: 100,000; -sizes N: N)
 #   scripts/bench.sh -only run -repeat 3   each job of the run scenario 3 times, the fastest counted
 # Extra arguments go to reportbench. Without Java/Node (no DynamoDB Local)
 # set RJBENCH_NO_SERVERS=1: the DynamoDB scenarios are then skipped.

@@ -4,7 +4,8 @@
 // ingest speed, the cost of the incremental read as the table grows
 // compared with a Scan + FilterExpression baseline on DynamoDB Local, and
 // the DynamoDB path at report.concurrency 1 and 8, and one period of
-// 100,000 agencies (issue 15: its manifest, and the time to read it).
+// 100,000 agencies (issue 15: its manifest, and the time to read it), and
+// the close of a month of 10,000 or 100,000 agencies (issue 35: monthclose).
 //
 // It prints markdown tables and writes every figure as JSON. Run it with
 // scripts/bench.sh, which builds the binary and starts DynamoDB Local:
@@ -43,35 +44,38 @@ type sizes struct {
 	DDBIngest   int   `json:"ddb_ingest"`
 	// BigPeriod is the agencies of the bigperiod scenario's one period.
 	BigPeriod int `json:"big_period_agencies"`
+	// MonthClose is the agencies of the monthclose scenario's month.
+	MonthClose int `json:"month_close_agencies"`
 }
 
 var (
 	smallSizes = sizes{Run: []int{100_000, 300_000}, Ingest: []int{100_000, 300_000},
 		GrowthOld: []int{10_000, 100_000}, GrowthNew: 10_000, Concurrency: 20_000, DDBIngest: 20_000,
-		BigPeriod: 20_000}
+		BigPeriod: 20_000, MonthClose: 10_000}
 	fullSizes = sizes{Run: []int{100_000, 1_000_000, 5_000_000}, Ingest: []int{100_000, 1_000_000, 3_000_000},
 		GrowthOld: []int{10_000, 100_000, 1_000_000}, GrowthNew: 10_000, Concurrency: 200_000, DDBIngest: 100_000,
-		BigPeriod: 100_000}
+		BigPeriod: 100_000, MonthClose: 100_000}
 )
 
-var scenarios = []string{"run", "ingest", "ddbingest", "growth", "concurrency", "bigperiod", "ddbsplit"}
+var scenarios = []string{"run", "ingest", "ddbingest", "growth", "concurrency", "bigperiod", "ddbsplit", "monthclose"}
 
 // results is the JSON document.
 type results struct {
-	Machine     machine        `json:"machine"`
-	Mode        string         `json:"mode"`
-	Sizes       sizes          `json:"sizes"`
-	Started     time.Time      `json:"started"`
-	Sections    []section      `json:"sections"`
-	Run         []runRow       `json:"run,omitempty"`
-	RawRead     []rawRow       `json:"raw_read,omitempty"`
-	Ingest      []ingestRow    `json:"ingest,omitempty"`
-	DDBIngest   []ddbIngestRow `json:"dynamodb_ingest,omitempty"`
-	Growth      []growthRow    `json:"growth,omitempty"`
-	Concurrency []concRow      `json:"concurrency,omitempty"`
-	BigPeriod   []bigPeriodRow `json:"big_period,omitempty"`
-	Split       []splitRow     `json:"dynamodb_split,omitempty"`
-	Skipped     []string       `json:"skipped,omitempty"`
+	Machine     machine         `json:"machine"`
+	Mode        string          `json:"mode"`
+	Sizes       sizes           `json:"sizes"`
+	Started     time.Time       `json:"started"`
+	Sections    []section       `json:"sections"`
+	Run         []runRow        `json:"run,omitempty"`
+	RawRead     []rawRow        `json:"raw_read,omitempty"`
+	Ingest      []ingestRow     `json:"ingest,omitempty"`
+	DDBIngest   []ddbIngestRow  `json:"dynamodb_ingest,omitempty"`
+	Growth      []growthRow     `json:"growth,omitempty"`
+	Concurrency []concRow       `json:"concurrency,omitempty"`
+	BigPeriod   []bigPeriodRow  `json:"big_period,omitempty"`
+	Split       []splitRow      `json:"dynamodb_split,omitempty"`
+	MonthClose  []monthCloseRow `json:"month_close,omitempty"`
+	Skipped     []string        `json:"skipped,omitempty"`
 	// Failed is the scenario that stopped the bench, with its error: the
 	// results are those of the scenarios before it (and its rows so far).
 	Failed string `json:"failed,omitempty"`
@@ -147,7 +151,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			list = append(list, v)
 		}
-		sz = sizes{Run: list, Ingest: list, GrowthOld: list, GrowthNew: list[0], Concurrency: list[0], DDBIngest: list[0], BigPeriod: list[0]}
+		sz = sizes{Run: list, Ingest: list, GrowthOld: list, GrowthNew: list[0], Concurrency: list[0], DDBIngest: list[0], BigPeriod: list[0], MonthClose: list[0]}
 		mode = "custom"
 	}
 	b.work = *work
@@ -184,6 +188,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{"concurrency", true, func() error { return b.concurrency(ctx, sz.Concurrency) }},
 		{"bigperiod", false, func() error { return b.bigPeriod(ctx, sz.BigPeriod) }},
 		{"ddbsplit", true, func() error { return b.ddbSplit(ctx, sz.Concurrency, *splitRuns, *splitTable) }},
+		{"monthclose", false, func() error { return b.monthClose(ctx, sz.MonthClose) }},
 	}
 	for _, st := range steps {
 		if !slices.Contains(want, st.name) {

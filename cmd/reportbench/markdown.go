@@ -173,6 +173,7 @@ func writeMarkdown(w io.Writer, r *results) {
 				x.ReadManifestMS, x.ReadWholeMS, u.WallMS/1000, mb(u.PeakAnonKB))
 		}
 	}
+	writeMonthCloseMarkdown(w, r.MonthClose)
 	fmt.Fprintln(w)
 }
 

@@ -20,6 +20,9 @@ import (
 func TestSmoke(t *testing.T) {
 	dir, bin := buildBinary(t)
 	only := "run,ingest,bigperiod"
+	if _, err := os.Stat(monthCloseFont); err == nil {
+		only += ",monthclose" // scripts/tools.sh installs the font (fonts-ipafont-gothic)
+	}
 	if os.Getenv(ddbEnv) != "" {
 		only += ",ddbingest,growth,concurrency,ddbsplit"
 	}
@@ -34,6 +37,13 @@ func TestSmoke(t *testing.T) {
 	}
 	if len(res.BigPeriod) != 1 || res.BigPeriod[0].Tx != 300 || res.BigPeriod[0].Objects != 4*300+2 || res.BigPeriod[0].ManifestBytes == 0 {
 		t.Errorf("big period rows %+v: want one of 300 agencies", res.BigPeriod)
+	}
+	if strings.Contains(only, "monthclose") {
+		_, noPdftotext := exec.LookPath("pdftotext")
+		if len(res.MonthClose) != 1 || res.MonthClose[0].PDFs != 300 || !res.MonthClose[0].JapaneseChecked && noPdftotext == nil ||
+			res.MonthClose[0].Close.PeakAnonKB <= 0 || res.MonthClose[0].Draft.PeakAnonKB <= 0 {
+			t.Errorf("month close rows %+v: want one of 300 agencies, their final PDFs, a ja PDF read back", res.MonthClose)
+		}
 	}
 	for i, r := range res.Run {
 		if want := i == 4; r.NoWindow != want {

@@ -197,3 +197,87 @@ func TestUTF8FontSumAndCMaps(t *testing.T) {
 		t.Errorf("%d subsets kept (%d in order), want %d", n, order, utf8SubsetCap)
 	}
 }
+
+// getMetricsUpstream is upstream's getMetrics over font bytes arr (which
+// it writes into) whose hmtx table starts at start.
+func getMetricsUpstream(arr []byte, start, metricCount, gid int) []byte {
+	var metrics []byte
+	if gid < metricCount {
+		metrics = arr[start+gid*4 : start+gid*4+4]
+	} else {
+		p := start + (metricCount-1)*4
+		metrics = arr[p : p+2]
+		q := start + metricCount*2 + gid*2
+		metrics = append(metrics, arr[q:q+2]...)
+	}
+	return metrics
+}
+
+// TestCutFontSharedBytes: getMetrics gives upstream's bytes on a fresh
+// copy of the font for any order of glyphs (the last long metric's glyph
+// after glyphs past it included) without writing into the font, and
+// concurrent subset cuts over one shared copy of the bytes leave them as
+// they were and cut what a cut over a private copy cuts.
+func TestCutFontSharedBytes(t *testing.T) {
+	for _, ttf := range [][]byte{goregular.TTF, gobold.TTF} {
+		shared := bytes.Clone(ttf)
+		utf := newUTF8Font(&fileReader{array: shared})
+		if err := utf.parseFile(); err != nil {
+			t.Fatal(err)
+		}
+		start := utf.tableDescriptions["hmtx"].position
+		numGlyphs := utf.tableDescriptions["hmtx"].size / 4
+		rng := rand.New(rand.NewSource(2))
+		for trial := 0; trial < 300; trial++ {
+			// A metric count below the glyph count, as in fonts whose last
+			// glyphs share an advance (IPA Gothic: 12,572 of 12,728).
+			mc := 1 + rng.Intn(numGlyphs-1)
+			fresh := bytes.Clone(ttf)
+			utf.cutLSB = nil
+			for i := 0; i < 40; i++ {
+				gid := rng.Intn(numGlyphs)
+				switch rng.Intn(4) {
+				case 0:
+					gid = mc - 1
+				case 1:
+					gid = mc + rng.Intn(numGlyphs-mc)
+				}
+				want := bytes.Clone(getMetricsUpstream(fresh, start, mc, gid))
+				if got := utf.getMetrics(mc, gid); !bytes.Equal(got, want) {
+					t.Fatalf("trial %d: getMetrics(%d, %d) = %x, upstream %x", trial, mc, gid, got, want)
+				}
+			}
+		}
+		if !bytes.Equal(shared, ttf) {
+			t.Fatal("getMetrics wrote into the font's bytes")
+		}
+		runeSets := []string{"Agence Étoile 1 234,56 €", "Київ — Petrov", "ÆØÅ æøå ßẞ ǼǻǾ", "0123456789 -"}
+		var wg sync.WaitGroup
+		for _, text := range runeSets {
+			for i := 0; i < 3; i++ {
+				wg.Add(1)
+				go func(text string) {
+					defer wg.Done()
+					used := map[int]int{}
+					for _, r := range text {
+						used[int(r)] = int(r)
+					}
+					cut := func(b []byte) []byte {
+						u := newUTF8Font(&fileReader{array: b})
+						if err := u.parseFile(); err != nil {
+							t.Error(err)
+						}
+						return u.GenerateCutFont(used)
+					}
+					if got, want := cut(shared), cut(bytes.Clone(ttf)); !bytes.Equal(got, want) {
+						t.Errorf("%q: the cut over the shared bytes differs from one over a copy", text)
+					}
+				}(text)
+			}
+		}
+		wg.Wait()
+		if !bytes.Equal(shared, ttf) {
+			t.Error("a subset cut wrote into the font's bytes")
+		}
+	}
+}

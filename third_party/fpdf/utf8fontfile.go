@@ -63,6 +63,10 @@ type utf8FontFile struct {
 	// sum is the sha256 of the font's bytes, when known: generateCMAP
 	// then reads its dictionaries from utf8CMaps. [reportjob patch]
 	sum *[sha256.Size]byte
+	// cutLSB is, during GenerateCutFont, the bearing upstream's getMetrics
+	// last wrote over the last long metric's (see getMetrics). [reportjob
+	// patch]
+	cutLSB []byte
 }
 
 type tableDescription struct {
@@ -77,8 +81,12 @@ type fileReader struct {
 	array          []byte
 }
 
+// Read returns the next s bytes. [reportjob patch] The slice's capacity
+// ends with it (upstream's ran to the end of the font), so that an append
+// to it copies instead of writing into the font's bytes, which documents
+// share.
 func (fr *fileReader) Read(s int) []byte {
-	b := fr.array[fr.readerPosition : fr.readerPosition+int64(s)]
+	b := fr.array[fr.readerPosition : fr.readerPosition+int64(s) : fr.readerPosition+int64(s)]
 	fr.readerPosition += int64(s)
 	return b
 }
@@ -662,6 +670,7 @@ func (utf *utf8FontFile) generateCMAPTable(cidSymbolPairCollection map[int]int, 
 // GenerateCutFont fill utf8FontFile from .utf file, only with runes from usedRunes
 func (utf *utf8FontFile) GenerateCutFont(usedRunes map[int]int) []byte {
 	utf.fileReader.readerPosition = 0
+	utf.cutLSB = nil // [reportjob patch] each cut starts from the font's bytes
 	utf.symbolPosition = make([]int, 0)
 	utf.charSymbolDictionary = make(map[int]int)
 	utf.tableDescriptions = make(map[string]*tableDescription)
@@ -913,19 +922,33 @@ func (utf *utf8FontFile) parseHMTXTable(numberOfHMetrics, numSymbols int, symbol
 	utf.CharWidths[0] = charCount
 }
 
+// getMetrics returns the advance width and left side bearing of glyph
+// gid, 4 bytes of the hmtx table.
+//
+// [reportjob patch] Upstream appended the bearing of a glyph past the
+// last long metric (gid >= metricCount) to the 2-byte slice of the last
+// long metric's advance, which wrote it into the font's bytes, over the
+// last long metric's own bearing: the caller had to give each document a
+// copy of the font (6 MB for a CJK font, per document). The bytes are
+// only read now (fileReader.Read caps its slices), and that overwrite is
+// kept per cut in cutLSB, so that glyph metricCount-1, when the cut
+// takes it after such a glyph (as a composite glyph's component), gets
+// the same bytes as upstream on a fresh copy.
 func (utf *utf8FontFile) getMetrics(metricCount, gid int) []byte {
 	start := utf.SeekTable("hmtx")
-	var metrics []byte
 	if gid < metricCount {
 		utf.seek(start + (gid * 4))
-		metrics = utf.fileReader.Read(4)
-	} else {
-		utf.seek(start + ((metricCount - 1) * 4))
-		metrics = utf.fileReader.Read(2)
-		utf.seek(start + (metricCount * 2) + (gid * 2))
-		metrics = append(metrics, utf.fileReader.Read(2)...)
+		metrics := utf.fileReader.Read(4)
+		if gid == metricCount-1 && utf.cutLSB != nil {
+			return append(append(make([]byte, 0, 4), metrics[:2]...), utf.cutLSB...)
+		}
+		return metrics
 	}
-	return metrics
+	utf.seek(start + ((metricCount - 1) * 4))
+	metrics := append(make([]byte, 0, 4), utf.fileReader.Read(2)...)
+	utf.seek(start + (metricCount * 2) + (gid * 2))
+	utf.cutLSB = utf.fileReader.Read(2)
+	return append(metrics, utf.cutLSB...)
 }
 
 func (utf *utf8FontFile) parseLOCATable(format, numSymbols int) {

@@ -1,7 +1,6 @@
 package pdf
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -114,10 +113,10 @@ func newSheet(s *statement.Agency, month time.Time, fonts []docFont, extras []*e
 	}
 	f := fpdf.New("P", "mm", "A4", "")
 	for _, ff := range fonts {
-		f.AddUTF8FontFromBytesSum(ff.family, ff.style, bytes.Clone(ff.ttf), ff.sum)
+		f.AddUTF8FontFromBytesSum(ff.family, ff.style, ff.ttf, ff.sum) // shared: fpdf only reads them
 	}
 	mono := fontFiles[2]
-	f.AddUTF8FontFromBytesSum(mono.family, mono.style, bytes.Clone(mono.ttf), mono.sum)
+	f.AddUTF8FontFromBytesSum(mono.family, mono.style, mono.ttf, mono.sum)
 	f.SetCreationDate(month)
 	f.SetModificationDate(month)
 	f.SetCatalogSort(true)

@@ -17,7 +17,6 @@
 package pdf
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -98,12 +97,11 @@ type doc struct {
 func newDoc(s *statement.Agency, month time.Time) *doc {
 	f := fpdf.New("P", "mm", "A4", "")
 	for _, ff := range fontFiles {
-		// A copy: fpdf writes into the bytes it is given while it cuts the
-		// font subset (an append on a slice of them, in getMetrics), which
-		// would change the shared gofont TTFs from one render to the next.
-		// The sum was computed once: hashing the fonts per document
-		// cost a tenth of the render.
-		f.AddUTF8FontFromBytesSum(ff.family, ff.style, bytes.Clone(ff.ttf), ff.sum)
+		// The bytes are shared: the patched fpdf only reads them (it no
+		// longer writes into them while it cuts the subset). The sum was
+		// computed once: hashing the fonts per document cost a tenth of
+		// the render.
+		f.AddUTF8FontFromBytesSum(ff.family, ff.style, ff.ttf, ff.sum)
 	}
 	// Determinism: no clock, no random ids, resources in sorted order.
 	f.SetCreationDate(month)

@@ -113,9 +113,10 @@ func (d *sheet) use(r piece) {
 	fam := extraFamily(r.font)
 	if !d.added[r.font] {
 		// Only a document whose text needs the font embeds it (a subset).
-		// A copy: fpdf writes into the bytes while it cuts the subset.
+		// The process's one copy of its bytes (6 MB for IPA Gothic): the
+		// patched fpdf only reads them while it cuts the subset.
 		e := d.extras[r.font]
-		d.f.AddUTF8FontFromBytesSum(fam, "", append([]byte(nil), e.ttf...), e.sum)
+		d.f.AddUTF8FontFromBytesSum(fam, "", e.ttf, e.sum)
 		d.added[r.font] = true
 	}
 	d.apply(fam, "", d.size)
