@@ -38,10 +38,10 @@ San Francisco CA 94105",US,,billing@acme.example,,
 // on the config the folder holds, so a later `run` there changes nothing
 // a statement prints.
 func demoDocuments(dir string) (string, error) {
-	if err := os.WriteFile(filepath.Join(dir, "agencies.csv"), []byte(demoDirectoryCSV), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "agencies.csv"), []byte(demoDirectoryCSV), 0o640); err != nil {
 		return "", fmt.Errorf("demo: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "logo.png"), demoLogo(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "logo.png"), demoLogo(), 0o640); err != nil {
 		return "", fmt.Errorf("demo: %w", err)
 	}
 	var fonts []string
