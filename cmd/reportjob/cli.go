@@ -22,6 +22,7 @@ import (
 	lookups "github.com/reportjob/reportjob/internal/lookup"
 	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/suggest"
 )
 
 // version is the tool version written into every manifest; set with
@@ -198,7 +199,7 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 			names = append(names, c.name)
 		}
 		err := usagef("unknown command %q", name)
-		if best := config.Closest(name, names); best != "" {
+		if best := suggest.Closest(name, names); best != "" {
 			err = usagef("unknown command %q; did you mean %s?", name, best)
 		}
 		fmt.Fprintf(stderr, "reportjob: %v\n\n", err)
@@ -341,7 +342,7 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 			var names []string
 			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-			if best := config.Closest(strings.TrimPrefix(name, "-"), names); best != "" {
+			if best := suggest.Closest(strings.TrimPrefix(name, "-"), names); best != "" {
 				msg += "; did you mean --" + best + "?"
 			}
 		}

@@ -51,18 +51,7 @@ func (c *cli) events(ctx context.Context, sum *eventsSummary, sub string, since 
 	if len(c.cfg.Delivery.Webhooks) == 0 {
 		return usagef("events replay: delivery.webhooks is empty (docs/delivery.md)")
 	}
-	st, err := openStore(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer st.close()
-	b, err := openBucket(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	j := c.newJob(st, b, nil)
-	res, err := c.deliver(ctx, st, b, j, delivery.Options{ReplaySince: since})
+	res, err := c.deliverOnDemand(ctx, delivery.Options{ReplaySince: since})
 	sum.Delivery = summarize(res, nil)
 	if err != nil {
 		return err

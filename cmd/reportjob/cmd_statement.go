@@ -270,18 +270,7 @@ func (c *cli) statementSend(ctx context.Context, sum *statementSummary, month, a
 			return usagef("statement --month: %v", err)
 		}
 	}
-	st, err := openStore(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer st.close()
-	b, err := openBucket(ctx, c)
-	if err != nil {
-		return err
-	}
-	defer b.Close()
-	j := c.newJob(st, b, nil)
-	res, err := c.deliver(ctx, st, b, j, delivery.Options{MailOnly: true, Month: month, Agency: agency, Resend: resend})
+	res, err := c.deliverOnDemand(ctx, delivery.Options{MailOnly: true, Month: month, Agency: agency, Resend: resend})
 	sum.Delivery = summarize(res, nil)
 	if err != nil {
 		return err

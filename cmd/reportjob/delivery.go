@@ -119,6 +119,23 @@ func (c *cli) newPass(ctx context.Context, st *store, b *bucket, j *job.Job, dir
 	return p, nil
 }
 
+// deliverOnDemand opens the store, the sink and the job for a command that
+// only delivers (`statement --send/--resend`, `events replay`) and runs
+// deliver with o.
+func (c *cli) deliverOnDemand(ctx context.Context, o delivery.Options) (delivery.Result, error) {
+	st, err := openStore(ctx, c)
+	if err != nil {
+		return delivery.Result{}, err
+	}
+	defer st.close()
+	b, err := openBucket(ctx, c)
+	if err != nil {
+		return delivery.Result{}, err
+	}
+	defer b.Close()
+	return c.deliver(ctx, st, b, c.newJob(st, b, nil), o)
+}
+
 // deliver runs a delivery pass under the job's lease. Its failures never
 // change what the billing record says: the caller reports them.
 func (c *cli) deliver(ctx context.Context, st *store, b *bucket, j *job.Job, o delivery.Options) (delivery.Result, error) {

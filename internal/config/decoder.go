@@ -7,13 +7,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/pricing"
+	"github.com/reportjob/reportjob/internal/suggest"
 )
 
 // decoder collects every error instead of stopping at the first.
@@ -85,7 +85,7 @@ func (d *decoder) walk(name, prefix string, n *yaml.Node, out map[string]any) {
 			d.walk(name, path, vn, sub)
 			out[kn.Value] = sub
 		default:
-			d.fail(path, yamlSummary(vn), "unknown key"+suggest(path, d.allPaths()))
+			d.fail(path, yamlSummary(vn), "unknown key"+suggest.Hint(path, d.allPaths()))
 		}
 	}
 }
@@ -181,7 +181,7 @@ func (d *decoder) readAgencies(name string, n *yaml.Node) {
 			d.fail(key, yamlSummary(vn), "agency given twice")
 			continue
 		}
-		if reason := agencyIDProblem(id); kn.Kind != yaml.ScalarNode || reason != "" {
+		if reason := item.AgencyIDProblem(id); kn.Kind != yaml.ScalarNode || reason != "" {
 			d.fail(key, yamlSummary(vn), "bad agency id: "+orDefault(reason, "not a plain name"))
 			continue
 		}
@@ -196,25 +196,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// agencyIDProblem applies the producer contract's agency_id rule: 1..128
-// printable UTF-8 characters.
-func agencyIDProblem(id string) string {
-	switch n := utf8.RuneCountInString(id); {
-	case !utf8.ValidString(id):
-		return "not valid UTF-8"
-	case n == 0:
-		return "empty"
-	case n > 128:
-		return "longer than 128 characters"
-	}
-	for _, r := range id {
-		if !unicode.IsPrint(r) {
-			return fmt.Sprintf("contains character %U", r)
-		}
-	}
-	return ""
 }
 
 // applyEnv sets each REPORTJOB_* variable over the file and defaults. The
@@ -250,7 +231,7 @@ func (d *decoder) applyEnv(env []string) {
 			// The value is not echoed: it may be a credential meant for
 			// another program, or for a key whose name has a typo.
 			d.errs = append(d.errs, &Error{Key: name, Value: "...", Source: "environment",
-				Reason: "unknown variable: no such config key" + suggest(name, names)})
+				Reason: "unknown variable: no such config key" + suggest.Hint(name, names)})
 		case d.lists[path]:
 			d.v.Set(path, splitList(val))
 			d.src[path] = name

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/pricing"
 )
 
@@ -168,7 +169,7 @@ func checkConfig(t *testing.T, c *Config) {
 		fail("commission %+v", c.Commission)
 	}
 	for id, s := range c.Commission.Agencies {
-		if !validSchedule(s, false) || agencyIDProblem(id) != "" || !utf8.ValidString(id) {
+		if !validSchedule(s, false) || item.AgencyIDProblem(id) != "" || !utf8.ValidString(id) {
 			fail("commission.agencies[%q] = %v", id, s)
 		}
 	}

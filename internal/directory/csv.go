@@ -8,6 +8,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/reportjob/reportjob/internal/suggest"
 )
 
 // columns is the CSV header: every column, in any order.
@@ -76,7 +78,7 @@ func (c *collector) header(h []string) (map[string]int, bool) {
 		col = strings.TrimSpace(col)
 		switch _, dup := index[col]; {
 		case !slices.Contains(columns, col):
-			c.fail("row 1", "header", col, "unknown column"+suggest(col, columns))
+			c.fail("row 1", "header", col, "unknown column"+suggest.Hint(col, columns))
 			ok = false
 		case dup:
 			c.fail("row 1", "header", col, "column given twice")

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/reportjob/reportjob/internal/item"
 	"golang.org/x/text/language"
 )
 
@@ -97,7 +98,9 @@ type raw struct {
 // message), and adds it to the directory.
 func (c *collector) add(row, at string, r raw) {
 	n := len(c.errs) + c.more
-	if reason := agencyIDProblem(r.id); reason != "" {
+	if r.id == "" {
+		c.fail(row, "agency_id", r.id, "required")
+	} else if reason := item.AgencyIDProblem(r.id); reason != "" {
 		c.fail(row, "agency_id", r.id, reason)
 	} else if first, dup := c.rows[r.id]; dup {
 		c.fail(row, "agency_id", r.id, "agency given twice (first at "+first+")")
@@ -185,25 +188,6 @@ func emailProblem(m string) string {
 		return err.Error()
 	case a.Name != "" || a.Address != m:
 		return "must be a bare address such as billing@example.com, without a name or <>"
-	}
-	return ""
-}
-
-// agencyIDProblem applies the producer contract's agency_id rule (SPEC
-// section 2): 1..128 printable UTF-8 characters.
-func agencyIDProblem(id string) string {
-	switch n := utf8.RuneCountInString(id); {
-	case !utf8.ValidString(id):
-		return "not valid UTF-8"
-	case n == 0:
-		return "required"
-	case n > 128:
-		return "longer than 128 characters"
-	}
-	for _, r := range id {
-		if !unicode.IsPrint(r) {
-			return fmt.Sprintf("contains character %U", r)
-		}
 	}
 	return ""
 }

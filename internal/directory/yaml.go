@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/reportjob/reportjob/internal/suggest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -47,7 +48,7 @@ func parseYAML(name string, data []byte) (*Directory, error) {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := deref(root.Content[i]), deref(root.Content[i+1])
 		if k.Value != "agencies" {
-			c.fail(fmt.Sprintf("line %d", k.Line), "key", k.Value, "unknown key"+suggest(k.Value, []string{"agencies"}))
+			c.fail(fmt.Sprintf("line %d", k.Line), "key", k.Value, "unknown key"+suggest.Hint(k.Value, []string{"agencies"}))
 			continue
 		}
 		agencies = v
@@ -125,7 +126,7 @@ func (c *collector) yamlAgency(row, at, id string, n *yaml.Node) {
 				r.terms = s
 			}
 		default:
-			c.fail(row, key, summary(v), "unknown key"+suggest(key, slices.DeleteFunc(slices.Clone(columns),
+			c.fail(row, key, summary(v), "unknown key"+suggest.Hint(key, slices.DeleteFunc(slices.Clone(columns),
 				func(s string) bool { return s == "agency_id" })))
 		}
 	}

@@ -133,12 +133,8 @@ func (t *Transaction) parseContract(vals *[NumContractAttrs]Value, present uint1
 	if t.AgencyID, _, err = field(vals, present, idxAgencyID, String, true); err != nil {
 		return err
 	}
-	if reason := textRule(t.AgencyID, 1, maxAgencyID, notPrintable); reason != "" {
+	if reason := AgencyIDProblem(t.AgencyID); reason != "" {
 		return reject(AttrAgencyID, t.AgencyID, reason)
-	}
-	if n := keys.EscapedAgencyLen(t.AgencyID); n > keys.MaxEscapedAgency {
-		return reject(AttrAgencyID, t.AgencyID, fmt.Sprintf("escaped for the report's object key it is %d bytes, over %d: no file or S3 key can hold it",
-			n, keys.MaxEscapedAgency))
 	}
 
 	if s, _, err = field(vals, present, idxCurrency, String, true); err != nil {
@@ -354,6 +350,22 @@ func printableASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// AgencyIDProblem returns why id is not an agency_id under the producer
+// contract (1 to 128 printable UTF-8 characters, short enough once escaped
+// to be a report's object key), or "" when it is one. The config's
+// commission.agencies and the statements' agency directory apply it too,
+// so that an id they accept is one an item can carry.
+func AgencyIDProblem(id string) string {
+	if reason := textRule(id, 1, maxAgencyID, notPrintable); reason != "" {
+		return reason
+	}
+	if n := keys.EscapedAgencyLen(id); n > keys.MaxEscapedAgency {
+		return fmt.Sprintf("escaped for the report's object key it is %d bytes, over %d: no file or S3 key can hold it",
+			n, keys.MaxEscapedAgency)
+	}
+	return ""
 }
 
 // notPrintable reports whether r may not appear in an agency_id: anything
