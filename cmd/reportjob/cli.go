@@ -39,7 +39,7 @@ const (
 	exitDiffers   = 4 // verify found differences
 	exitRejects   = 5 // run --fail-on-rejects published periods with rejects
 	// exitSignal + the signal's number: 130 (SIGINT, Ctrl-C) or 143
-	// (SIGTERM), run or ingest --generate stopped by it (interruptError).
+	// (SIGTERM): a command stopped by it (interruptError).
 	exitSignal = 128
 )
 
@@ -243,6 +243,8 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	c.base = newLogger(cfg, c.logOut, c.bar != nil)
 	c.log = c.base.With(job.LogJob, cfg.JobName, job.LogRunID, c.runID)
 	err = cmd.run(ctx, c, cmdArgs)
+	// A command a signal cut short where it was is interrupted too.
+	err = cutShort(ctx, err, "run the same command again")
 	var interrupted *interruptError
 	if errors.As(err, &interrupted) {
 		fmt.Fprintf(stderr, "reportjob: %v\n", err)

@@ -78,9 +78,17 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	}
 	defer b.Close()
 	fmt.Fprintf(c.stderr, "demo: generating %d transactions on %s in %s\n", *n, day.Format(time.DateOnly), absPath(*dir))
-	stats, err := ingest.Generate(ctx, st, ingest.GenerateOptions{
-		N: *n, Agencies: *agencies, Seed: *seed, From: day, To: day.Add(24 * time.Hour), Shards: cfg.Keys.Shards,
+	// A signal stops the demo between batches and between periods
+	// (interrupt.go): a demo interrupted is started over.
+	work, in, release := c.interruptible(ctx, "the demo's batch or period in progress")
+	defer release()
+	again := "run the demo again to start over (it empties its folder first)"
+	stats, err := ingest.Generate(work, st, ingest.GenerateOptions{
+		N: *n, Agencies: *agencies, Seed: *seed, From: day, To: day.Add(24 * time.Hour), Shards: cfg.Keys.Shards, Stop: in.stopCh(),
 	})
+	if in.fired() != nil {
+		return in.result(ignoreStopped(err), fmt.Sprintf("%d of %d transactions generated in %s, no report made", stats.Written, *n, absPath(*dir)), again)
+	}
 	if err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
@@ -89,8 +97,12 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	var rows []report.SummaryRow
 	j := dc.newJob(st, b, func(r report.SummaryRow) { rows = append(rows, r) })
 	fmt.Fprintf(c.stderr, "demo: %d written in %s; running the job over the day's periods\n", stats.Written, ingested.Round(time.Millisecond))
-	res, err := j.Run(ctx, job.RunOptions{Now: day.Add(24*time.Hour + cfg.Report.Lateness), Progress: c.demoProgress()})
+	res, err := j.Run(work, job.RunOptions{Now: day.Add(24*time.Hour + cfg.Report.Lateness), Progress: c.demoProgress(), Stop: in.stopCh()})
 	c.bar.clear()
+	if in.fired() != nil {
+		return in.result(err, fmt.Sprintf("%d transactions generated, %d of %d periods reported in %s", stats.Written,
+			len(res.Periods), len(res.Periods)+res.PeriodsRemaining, absPath(cfg.Sink.Dir)), again)
+	}
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func cmdEvents(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	sum := eventsSummary{Command: "events", Job: c.cfg.JobName}
-	err := c.events(ctx, &sum, sub, since.t)
+	err := cutShort(ctx, c.events(ctx, &sum, sub, since.t), "run the same command again")
 	sum.Status = "ok"
 	if err != nil {
 		sum.Status, sum.Error = failureStatus(err), err.Error()

@@ -105,9 +105,15 @@ func cmdIngest(ctx context.Context, c *cli, args []string) (err error) {
 		}
 	} else {
 		var bad []ingest.LineError
-		stats, bad, err = ingest.ReadJSONL(ctx, in, st, ingest.Options{
+		work, stopped, release := c.interruptible(ctx, "the batch being written")
+		stats, bad, err = ingest.ReadJSONL(work, in, st, ingest.Options{
 			Shards: c.cfg.Keys.Shards, Lateness: c.cfg.Report.Lateness, AllowLate: *allowLate, Now: clock, Logger: c.log,
+			Stop: stopped.stopCh(),
 		})
+		release()
+		if errors.Is(err, ingest.ErrStopped) || stopped.fired() != nil {
+			err = stopped.result(ignoreStopped(err), ingestDone(stats, len(bad)), ingestRest(*file, stats.Lines, stopped.abandoned.Load()))
+		}
 		for i, le := range bad {
 			if i == maxLineErrors {
 				fmt.Fprintf(c.stderr, "... and %d more bad lines\n", len(bad)-maxLineErrors)
@@ -142,4 +148,37 @@ func cmdIngest(ctx context.Context, c *cli, args []string) (err error) {
 		sum.Status, sum.Error = failureStatus(err), err.Error()
 	}
 	return err
+}
+
+// ignoreStopped is err, nil when it only says the work stopped where it
+// was told to.
+func ignoreStopped(err error) error {
+	if errors.Is(err, ingest.ErrStopped) {
+		return nil
+	}
+	return err
+}
+
+// ingestDone says what an interrupted ingest --file did.
+func ingestDone(s ingest.Stats, bad int) string {
+	done := fmt.Sprintf("input lines 1 to %d read, %d records written", s.Lines, s.Written)
+	if bad > 0 {
+		done += fmt.Sprintf(", %d refused (listed above)", bad)
+	}
+	return done
+}
+
+// ingestRest says how to ingest the rest of the input after an interrupt.
+// After a second signal the batch in flight may be lost: only running
+// the whole input again is sure to write it.
+func ingestRest(file string, lines int, abandoned bool) string {
+	again := "a record with a recorded_at is written again unchanged, with the same keys; one without would be written again under new keys"
+	if abandoned {
+		return "to ingest the rest, run the same command again (the batch in flight may not be written; " + again + ")"
+	}
+	if file == "-" {
+		return fmt.Sprintf("to ingest the rest, give ingest --file - the input from line %d", lines+1)
+	}
+	return fmt.Sprintf("to ingest the rest, from line %d: tail -n +%d %s | reportjob ingest --file - and the other flags as before "+
+		"(or run the same command again: %s)", lines+1, lines+1, quoteArg(file), again)
 }

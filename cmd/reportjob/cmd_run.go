@@ -39,7 +39,8 @@ type runSummary struct {
 	RechecksFailed    int    `json:"rechecks_failed,omitempty"` // still owed: the next run retries them
 	Restated          int    `json:"restated"`
 	LateItems         int64  `json:"late_items"`
-	// The monthly close at the end of the run.
+	// The monthly closes of the run: at its start (what an interrupted
+	// command left) and at its end.
 	StatementsIssued       int `json:"statements_issued"`
 	MonthsClosed           int `json:"months_closed,omitempty"`
 	PriorPeriodAdjustments int `json:"prior_period_adjustments,omitempty"`
@@ -133,6 +134,7 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 			sum.LateItems += max(pr.Manifest.ItemsRead-pr.Previous.ItemsRead, 0)
 		}
 	}
+	sum.Objects += res.Statements.Uploaded()
 	sum.StatementsIssued, sum.MonthsClosed, sum.PriorPeriodAdjustments = len(res.Statements.Months), res.Statements.Closed, res.Statements.Adjustments
 	sum.UnlistedAgencies = res.Statements.UnlistedAgencies
 	var held *checkpoint.HeldError

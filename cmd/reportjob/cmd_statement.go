@@ -84,6 +84,7 @@ func cmdStatement(ctx context.Context, c *cli, args []string) error {
 	default:
 		err = c.statement(ctx, &sum, *month, *agency, *number, *asJSON, *closeM, now.t)
 	}
+	err = cutShort(ctx, err, "run the same command again")
 	sum.Status = "ok"
 	if err != nil {
 		sum.Status, sum.Error = failureStatus(err), err.Error()

@@ -30,7 +30,7 @@ type verifySummary struct {
 	Command string `json:"command"`
 	Job     string `json:"job"`
 	RunID   string `json:"run_id"`
-	Status  string `json:"status"` // ok | differs | repaired | failed | lease_held | bad_usage
+	Status  string `json:"status"` // ok | differs | repaired | failed | lease_held | bad_usage | interrupted
 	From    string `json:"from"`
 	To      string `json:"to"`
 	// Periods counts the periods of the range: OK those checked and
@@ -90,11 +90,14 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	sum := verifySummary{Command: "verify", Job: c.cfg.JobName, RunID: c.runID,
 		From: from.t.UTC().Format(time.RFC3339), To: to.t.UTC().Format(time.RFC3339), Differences: []verifyPeriod{}}
 	var months []monthclose.MonthCheck
-	checks, err := c.verify(ctx, job.VerifyOptions{From: from.t, To: to.t, Last: lastD, Repair: *repair, Reprice: *reprice, Now: now.t,
-		Months: func(mcs []monthclose.MonthCheck) { months = mcs }})
-	if len(checks) > 0 {
-		sum.From = checks[0].Period.Start.UTC().Format(time.RFC3339)
-		sum.To = checks[len(checks)-1].Period.End.UTC().Format(time.RFC3339)
+	var planned []report.Period
+	work, in, release := c.interruptible(ctx, "the period being verified")
+	defer release()
+	checks, err := c.verify(work, job.VerifyOptions{From: from.t, To: to.t, Last: lastD, Repair: *repair, Reprice: *reprice, Now: now.t,
+		Months: func(mcs []monthclose.MonthCheck) { months = mcs }, Range: func(ps []report.Period) { planned = ps }, Stop: in.stopCh()})
+	if len(planned) > 0 {
+		sum.From = planned[0].Start.UTC().Format(time.RFC3339)
+		sum.To = planned[len(planned)-1].End.UTC().Format(time.RFC3339)
 	}
 	for _, pc := range checks {
 		sum.Periods++
@@ -139,7 +142,12 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 			}
 		}
 	}
+	if in.fired() != nil {
+		err = in.result(err, verifyDone(sum, len(planned), *repair), verifyRest(planned, len(checks), *repair, *reprice, now.t))
+	}
 	switch {
+	case in.fired() != nil && err != nil:
+		sum.Status, sum.Error = failureStatus(err), err.Error()
 	case err != nil:
 		sum.Status = map[int]string{exitUsage: "bad_usage", exitLeaseHeld: "lease_held"}[exitCode(err)]
 		if sum.Status == "" {
@@ -171,7 +179,8 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	}
 	sum.DurationMS = time.Since(started).Milliseconds()
 	c.printJSON(sum)
-	if url := c.cfg.Metrics.PushgatewayURL; url != "" && sum.Status != "bad_usage" && sum.Status != "lease_held" && sum.Status != "failed" {
+	if url := c.cfg.Metrics.PushgatewayURL; url != "" && sum.Status != "bad_usage" && sum.Status != "lease_held" && sum.Status != "failed" &&
+		sum.Status != "interrupted" {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pushTimeout)
 		defer cancel()
 		if perr := metrics.PushVerify(pctx, url, metrics.Verify{Job: c.cfg.JobName, End: time.Now(), Periods: sum.Periods, Differences: sum.Differ}, nil); perr != nil {
@@ -179,6 +188,40 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 		}
 	}
 	return err
+}
+
+// verifyDone says what an interrupted verify did: the periods of the
+// range (of n) it checked, and what it found and repaired.
+func verifyDone(sum verifySummary, n int, repair bool) string {
+	done := fmt.Sprintf("%d of %d periods checked, %d differ", sum.Periods, n, sum.Differ)
+	switch {
+	case !repair:
+		done += ", nothing changed"
+	case sum.Repaired+sum.Repriced > 0:
+		done += fmt.Sprintf(", %d repaired (the statements take them in at the next run or verify --repair)", sum.Repaired+sum.Repriced)
+	default:
+		done += ", nothing repaired"
+	}
+	return done + "; the statements were not checked"
+}
+
+// verifyRest is the command that verifies the rest of the range after an
+// interrupt, ps[checked:].
+func verifyRest(ps []report.Period, checked int, repair, reprice bool, now time.Time) string {
+	if checked >= len(ps) {
+		return "to check the statements too, run the same command again"
+	}
+	cmd := fmt.Sprintf("verify --from %s --to %s", ps[checked].Start.UTC().Format(time.RFC3339), ps[len(ps)-1].End.UTC().Format(time.RFC3339))
+	if repair {
+		cmd += " --repair"
+	}
+	if reprice {
+		cmd += " --reprice"
+	}
+	if !now.IsZero() {
+		cmd += " --now " + now.UTC().Format(time.RFC3339)
+	}
+	return "to check the rest, run " + cmd
 }
 
 func (c *cli) verify(ctx context.Context, o job.VerifyOptions) ([]job.PeriodCheck, error) {

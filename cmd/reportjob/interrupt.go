@@ -125,3 +125,16 @@ func (in *interruption) result(err error, done, next string) error {
 	}
 	return &interruptError{sig: se, msg: msg, err: err}
 }
+
+// cutShort turns err, the error of work that ended because a signal
+// cancelled ctx (a command with no safe point to stop at: it stops where
+// it is, which its crash safety makes safe), into an *interruptError
+// saying so and how to continue (next). Any other err is returned as is.
+func cutShort(ctx context.Context, err error, next string) error {
+	var se *signalError
+	var ie *interruptError
+	if err == nil || errors.As(err, &ie) || !errors.As(context.Cause(ctx), &se) {
+		return err
+	}
+	return &interruptError{sig: se, msg: fmt.Sprintf("interrupted by %s before it finished; %s", se.name(), next), err: err}
+}

@@ -33,9 +33,9 @@ type GenerateOptions struct {
 	Stop <-chan struct{}
 }
 
-// ErrStopped is returned by Generate when GenerateOptions.Stop was
-// closed: the records generated before it are written, no other.
-var ErrStopped = errors.New("generate: stopped")
+// ErrStopped is returned by Generate and ReadJSONL when their Stop was
+// closed: the records generated or read before it are written, no other.
+var ErrStopped = errors.New("ingest: stopped")
 
 // Generate writes g.N synthetic transactions (GenerateRecords) through w.
 // It writes whatever window it is told, late or not: the caller chooses

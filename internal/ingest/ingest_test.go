@@ -314,7 +314,7 @@ func TestReadJSONLFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Stats{Read: 6, Written: 3, Invalid: 3}); stats != want {
+	if want := (Stats{Read: 6, Written: 3, Invalid: 3, Lines: 8}); stats != want {
 		t.Errorf("stats %+v, want %+v", stats, want)
 	}
 	var got []int
@@ -405,7 +405,7 @@ func TestReadJSONLBatches(t *testing.T) {
 	if err != nil || len(bad) > 0 {
 		t.Fatalf("ReadJSONL: %v %v", bad, err)
 	}
-	if want := (Stats{Read: 51, Written: 50, Duplicates: 1}); stats != want {
+	if want := (Stats{Read: 51, Written: 50, Duplicates: 1, Lines: 51}); stats != want {
 		t.Errorf("stats %+v, want %+v", stats, want)
 	}
 	if fmt.Sprint(w.batches) != "[7 7 7 7 7 7 7 1]" {
@@ -444,6 +444,44 @@ func TestReadJSONLCanceled(t *testing.T) {
 	_, _, err := ReadJSONL(ctx, strings.NewReader(jsonLine()), w, testOpts)
 	if !errors.Is(err, context.Canceled) || len(w.items) != 0 {
 		t.Errorf("err %v, %d items: want context.Canceled and nothing written", err, len(w.items))
+	}
+}
+
+// stopWriter closes stop at its first call, as a signal would while the
+// first batch is written.
+type stopWriter struct {
+	*memWriter
+	stop chan struct{}
+	once sync.Once
+}
+
+func (w *stopWriter) PutItems(ctx context.Context, items []item.Item) error {
+	w.once.Do(func() { close(w.stop) })
+	return w.memWriter.PutItems(ctx, items)
+}
+
+// TestReadJSONLStop: a closed Stop ends ReadJSONL before the next line,
+// the lines read written, ErrStopped, and Lines says where the rest starts.
+func TestReadJSONLStop(t *testing.T) {
+	var lines []string
+	for i := range 50 {
+		lines = append(lines, jsonLine("transaction_id", fmt.Sprintf(`"tx-%d"`, i)))
+	}
+	w := &stopWriter{memWriter: newMemWriter(), stop: make(chan struct{})}
+	opts := testOpts
+	opts.BatchSize, opts.Stop = 4, w.stop
+	stats, _, err := ReadJSONL(t.Context(), strings.NewReader(strings.Join(lines, "\n")), w, opts)
+	if !errors.Is(err, ErrStopped) {
+		t.Fatalf("err %v, want ErrStopped", err)
+	}
+	if stats.Lines < 4 || stats.Lines >= 50 || stats.Written != stats.Lines || len(w.items) != stats.Lines {
+		t.Errorf("stats %+v, %d items: want every line read written, and not all 50", stats, len(w.items))
+	}
+	// The rest, from line Lines+1, writes the others once.
+	opts.Stop = nil
+	rest, _, err := ReadJSONL(t.Context(), strings.NewReader(strings.Join(lines[stats.Lines:], "\n")), w, opts)
+	if err != nil || rest.Written+stats.Written != 50 || len(w.items) != 50 {
+		t.Errorf("the rest: %+v %v, %d items in all, want 50", rest, err, len(w.items))
 	}
 }
 

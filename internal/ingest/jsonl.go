@@ -67,6 +67,10 @@ type Options struct {
 	BatchSize int
 	// Logger gets debug progress and warnings (default: discard).
 	Logger *slog.Logger
+	// Stop, when closed, ends ReadJSONL before the next line: the lines
+	// read are written (the batch in flight finished), no other, and it
+	// returns ErrStopped; Stats.Lines says where the rest starts.
+	Stop <-chan struct{}
 }
 
 // Stats count what an ingest did. Read = Written + Invalid + Duplicates
@@ -84,6 +88,10 @@ type Stats struct {
 	// later batch is written again; PutItems replaces the item, so the
 	// table still holds it once, and it counts as Written.
 	Duplicates int
+	// Lines is the number of input lines ReadJSONL went through (blank
+	// and bad ones included): the rest of the input starts at line
+	// Lines+1.
+	Lines int
 }
 
 // LineError is one bad input line: the line number (1-based, counting
@@ -114,7 +122,8 @@ func (e *LineError) Unwrap() error { return e.Err }
 // ReadJSONL streams JSON Lines from r, one transaction per line, and writes
 // every valid record through w in batches of opts.BatchSize. It returns
 // the stats and every bad line; bad lines are not written, valid ones are.
-// The error is non-nil only when reading r fails, ctx ends or w fails (a
+// The error is non-nil only when reading r fails, ctx ends, opts.Stop is
+// closed (ErrStopped) or w fails (a
 // *WriteError from w is wrapped, so errors.As finds it); the stats then
 // count what was written before.
 //
@@ -151,14 +160,23 @@ func ReadJSONL(ctx context.Context, r io.Reader, w Writer, opts Options) (Stats,
 		badLine []LineError
 	)
 	b := newBatcher(w, opts.BatchSize, &stats, log)
+	lr := newLineReader(r)
 	// stop ends an early return: the batch in flight is counted (its own
 	// error, if any, comes second to err).
 	stop := func(err error) (Stats, []LineError, error) {
 		b.wait()
+		stats.Lines = lr.n
 		return stats, badLine, err
 	}
-	lr := newLineReader(r)
 	for {
+		select {
+		case <-opts.Stop:
+			if err := b.finish(ctx, lr.n); err != nil {
+				return stop(err)
+			}
+			return stop(ErrStopped)
+		default:
+		}
 		line, err := lr.next()
 		if err == io.EOF {
 			break
@@ -189,6 +207,7 @@ func ReadJSONL(ctx context.Context, r io.Reader, w Writer, opts Options) (Stats,
 	if err := b.finish(ctx, lr.n); err != nil {
 		return stop(err)
 	}
+	stats.Lines = lr.n
 	log.Debug("ingest done", logRead, stats.Read, logWritten, stats.Written,
 		logInvalid, stats.Invalid, logDuplicates, stats.Duplicates)
 	return stats, badLine, nil

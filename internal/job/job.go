@@ -167,7 +167,8 @@ type Result struct {
 	PeriodsRemaining, RechecksRemaining int
 	// Checkpoint after the run.
 	Checkpoint time.Time
-	// Statements is what the monthly close did at the end of the run.
+	// Statements is what the monthly closes of the run did: the one at
+	// its start (what an interrupted command left) and the one at its end.
 	Statements monthclose.Result
 }
 
@@ -203,7 +204,10 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 	// The monthly close: first what an interrupted command left (so that
 	// each restatement is taken in before the next one), then, once the
 	// periods and rechecks are done, what this run published.
-	if _, err := r.statements(ctx, opts.Now, ""); err != nil {
+	// Both count in res.Statements.
+	sr, err := r.statements(ctx, opts.Now, "")
+	res.Statements = sr
+	if err != nil {
 		return res, err
 	}
 	defer func() {
@@ -211,7 +215,7 @@ func (j *Job) Run(ctx context.Context, opts RunOptions) (res Result, err error) 
 			return
 		}
 		sr, serr := r.statements(ctx, opts.Now, "")
-		res.Statements = sr
+		res.Statements = res.Statements.Add(sr)
 		if serr != nil {
 			err = errors.Join(err, serr)
 		}

@@ -45,6 +45,14 @@ type VerifyOptions struct {
 	// Months, when set, is called with the checks of the statements of
 	// the months the range touches (after the periods').
 	Months func([]monthclose.MonthCheck)
+	// Range, when set, is called with the range's periods once they are
+	// known (--last works them out).
+	Range func([]report.Period)
+	// Stop, when closed, ends Verify cleanly before the next period: the
+	// periods checked (and repaired) are returned, the statements are
+	// neither checked nor brought up to date (the next run or verify
+	// --repair takes the repairs in).
+	Stop <-chan struct{}
 }
 
 // PeriodCheck is verify's finding for one period.
@@ -86,7 +94,7 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) (_ []PeriodCheck, err
 			return nil, err
 		}
 		defer func() {
-			if err != nil {
+			if err != nil || closed(o.Stop) {
 				return
 			}
 			_, err = r.statements(ctx, o.Now, "")
@@ -101,8 +109,15 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) (_ []PeriodCheck, err
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadRange, err)
 	}
+	if o.Range != nil {
+		o.Range(ps)
+	}
 	var out []PeriodCheck
 	for i, p := range ps {
+		if closed(o.Stop) {
+			j.Log.Info("stopping before the next period", "periods_left", len(ps)-i)
+			return out, nil
+		}
 		if o.Progress != nil {
 			o.Progress(i, len(ps), p)
 		}
@@ -116,6 +131,9 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) (_ []PeriodCheck, err
 			}
 		}
 		out = append(out, pc)
+	}
+	if closed(o.Stop) {
+		return out, nil
 	}
 	// The months the range touches: after the periods' repairs are taken
 	// in, so that a repaired period is in its month's statement.
@@ -298,4 +316,14 @@ func (r *runner) repair(ctx context.Context, pc *PeriodCheck, reprice bool) erro
 		pc.Repaired = fmt.Sprintf("removed %d unlisted object(s)", len(pc.Problems))
 	}
 	return nil
+}
+
+// closed reports whether stop is closed (a nil stop never is).
+func closed(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
 }

@@ -118,6 +118,24 @@ type Result struct {
 	UnlistedAgencies int
 }
 
+// Add returns what r and then o did, as one result: the months of both
+// (a month published by each is in twice, once per revision), and the
+// agencies missing from the directory counted once per close at most (the
+// larger count: both closes usually publish the same month).
+func (r Result) Add(o Result) Result {
+	return Result{Months: append(slices.Clip(r.Months), o.Months...), Adjustments: r.Adjustments + o.Adjustments,
+		Closed: r.Closed + o.Closed, UnlistedAgencies: max(r.UnlistedAgencies, o.UnlistedAgencies)}
+}
+
+// Uploaded is the number of objects the months of r uploaded.
+func (r Result) Uploaded() int {
+	n := 0
+	for _, m := range r.Months {
+		n += m.Uploaded
+	}
+	return n
+}
+
 // MonthResult is one month published.
 type MonthResult struct {
 	Month     string `json:"month"`
