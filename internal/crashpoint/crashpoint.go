@@ -54,6 +54,10 @@ const DeliveryAfterSend Point = "delivery-after-send"
 // DeliveryBeforeSend is reached before each e-mail or event is sent.
 const DeliveryBeforeSend Point = "delivery-before-send"
 
+// AfterVerify is reached after verify checked (and repaired) one period.
+// Not in Points: a run never reaches it.
+const AfterVerify Point = "after-verify"
+
 // Points lists every crash point.
 var Points = []Point{AfterRead, AfterClaims, AfterUpload, MidRestatement, AfterManifest, AfterCleanup, AfterCheckpoint,
 	MonthAfterUpload, MonthAfterManifest, MonthAfterCleanup, BeforeDueDelete}

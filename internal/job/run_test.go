@@ -151,6 +151,30 @@ func TestRunStop(t *testing.T) {
 	}
 }
 
+// TestRunCountsStartClose (issue 34, F4): a run stopped after its last
+// period skips its close; the next run, with nothing due, publishes the
+// month at its start, and its result counts that close.
+func TestRunCountsStartClose(t *testing.T) {
+	e := newEnv(t, embeddedStack)
+	e.putHourly(at(0, 0), at(3, 0), 3)
+	stop := make(chan struct{})
+	res := e.run(e.job("A"), job.RunOptions{Now: at(3, 2), Stop: stop, Progress: func(i, n int, what string, p report.Period) {
+		if i == n-1 {
+			close(stop)
+		}
+	}})
+	if len(res.Periods) != 3 || len(res.Statements.Months) != 0 {
+		t.Fatalf("stopped run: %d periods, statements %+v; want 3 and no close", len(res.Periods), res.Statements)
+	}
+	res = e.run(e.job("B"), job.RunOptions{Now: at(3, 2)})
+	if len(res.Periods) != 0 || len(res.Statements.Months) != 1 || res.Statements.Uploaded() == 0 {
+		t.Fatalf("next run: %d periods, statements %+v; want none and the month published at its start", len(res.Periods), res.Statements)
+	}
+	if res = e.run(e.job("C"), job.RunOptions{Now: at(3, 2)}); len(res.Statements.Months) != 0 {
+		t.Errorf("a third run published %+v again", res.Statements)
+	}
+}
+
 // TestRunLeaseHeld: a run that finds the lease held writes nothing.
 func TestRunLeaseHeld(t *testing.T) {
 	e := newEnv(t, embeddedStack)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/collect"
+	"github.com/reportjob/reportjob/internal/crashpoint"
 	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/publish"
 	"github.com/reportjob/reportjob/internal/report"
@@ -131,6 +132,7 @@ func (j *Job) Verify(ctx context.Context, o VerifyOptions) (_ []PeriodCheck, err
 			}
 		}
 		out = append(out, pc)
+		crashpoint.Hit(crashpoint.AfterVerify)
 	}
 	if closed(o.Stop) {
 		return out, nil
