@@ -91,10 +91,11 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 		From: from.t.UTC().Format(time.RFC3339), To: to.t.UTC().Format(time.RFC3339), Differences: []verifyPeriod{}}
 	var months []monthclose.MonthCheck
 	var planned []report.Period
+	monthsDone := false
 	work, in, release := c.interruptible(ctx, "the period being verified")
 	defer release()
 	checks, err := c.verify(work, job.VerifyOptions{From: from.t, To: to.t, Last: lastD, Repair: *repair, Reprice: *reprice, Now: now.t,
-		Months: func(mcs []monthclose.MonthCheck) { months = mcs }, Range: func(ps []report.Period) { planned = ps }, Stop: in.stopCh()})
+		Months: func(mcs []monthclose.MonthCheck) { months, monthsDone = mcs, true }, Range: func(ps []report.Period) { planned = ps }, Stop: in.stopCh()})
 	if len(planned) > 0 {
 		sum.From = planned[0].Start.UTC().Format(time.RFC3339)
 		sum.To = planned[len(planned)-1].End.UTC().Format(time.RFC3339)
@@ -143,7 +144,7 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 		}
 	}
 	if in.fired() != nil {
-		err = in.result(err, verifyDone(sum, len(planned), *repair), verifyRest(planned, len(checks), *repair, *reprice, now.t))
+		err = in.result(err, verifyDone(sum, len(planned), *repair, monthsDone), verifyRest(planned, len(checks), monthsDone, *repair, *reprice, now.t))
 	}
 	switch {
 	case in.fired() != nil && err != nil:
@@ -192,7 +193,7 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 
 // verifyDone says what an interrupted verify did: the periods of the
 // range (of n) it checked, and what it found and repaired.
-func verifyDone(sum verifySummary, n int, repair bool) string {
+func verifyDone(sum verifySummary, n int, repair, monthsChecked bool) string {
 	done := fmt.Sprintf("%d of %d periods checked, %d differ", sum.Periods, n, sum.Differ)
 	switch {
 	case !repair:
@@ -202,13 +203,19 @@ func verifyDone(sum verifySummary, n int, repair bool) string {
 	default:
 		done += ", nothing repaired"
 	}
+	if monthsChecked {
+		return done + fmt.Sprintf("; the statements of %d month(s) checked, %d differ", sum.Months, sum.MonthsDiffer)
+	}
 	return done + "; the statements were not checked"
 }
 
 // verifyRest is the command that verifies the rest of the range after an
 // interrupt, ps[checked:].
-func verifyRest(ps []report.Period, checked int, repair, reprice bool, now time.Time) string {
-	if checked >= len(ps) {
+func verifyRest(ps []report.Period, checked int, monthsChecked, repair, reprice bool, now time.Time) string {
+	switch {
+	case checked >= len(ps) && monthsChecked:
+		return "nothing was left to check"
+	case checked >= len(ps):
 		return "to check the statements too, run the same command again"
 	}
 	cmd := fmt.Sprintf("verify --from %s --to %s", ps[checked].Start.UTC().Format(time.RFC3339), ps[len(ps)-1].End.UTC().Format(time.RFC3339))
