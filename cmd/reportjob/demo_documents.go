@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"fmt"
 	"image"
 	"image/color"
@@ -73,12 +74,15 @@ func demoDocuments(dir string, agencies int) (string, error) {
 func demoDirectory(agencies int) []byte {
 	var b bytes.Buffer
 	b.WriteString(demoDirectoryCSV)
+	w := csv.NewWriter(&b)
 	for i, id := range ingest.AgencyIDs(agencies) {
 		if strings.Contains(demoDirectoryCSV, "\n"+id+",") {
 			continue
 		}
-		fmt.Fprintf(&b, "%s,Demo Agency %04d Ltd,%d Example Street,GB,,,en-GB,\n", id, i+1, i+1)
+		// Write to a bytes.Buffer cannot fail.
+		_ = w.Write([]string{id, fmt.Sprintf("Demo Agency %04d Ltd", i+1), fmt.Sprintf("%d Example Street", i+1), "GB", "", "", "en-GB", ""})
 	}
+	w.Flush()
 	return b.Bytes()
 }
 
