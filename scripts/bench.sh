@@ -4,7 +4,7 @@
 # bench-results.json. See PERFORMANCE.md.
 #   scripts/bench.sh                 small sizes (about 5 minutes on 2 cores)
 #   scripts/bench.sh --full          issue 10's sizes: 5M transactions, 1M-item tables (about an hour)
-#   scripts/bench.sh -only run       one scenario (run, ingest, ddbingest, growth, concurrency, bigperiod, ddbsplit, monthclose)
+#   scripts/bench.sh -only run       one scenario (run, ingest, ddbingest, growth, concurrency, bigperiod, ddbsplit, monthclose, scaling)
 #   scripts/bench.sh -only monthclose            a month of 10,000 agencies closes (--full: 100,000; -sizes N: N)
 #   scripts/bench.sh -only run -repeat 3   each job of the run scenario 3 times, the fastest counted
 # Extra arguments go to reportbench. Without Java/Node (no DynamoDB Local)
@@ -27,5 +27,6 @@ if [ -z "${RJBENCH_NO_SERVERS:-}" ]; then
   . "$out/srv/env"
 fi
 echo "reportbench: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+RJBENCH_S3_PID=${RJBENCH_S3_PID:-$( [ -f "$out/srv/pids" ] && sed -n 3p "$out/srv/pids" )} \
 RJBENCH_DYNAMODB_PID=${RJBENCH_DYNAMODB_PID:-$( [ -f "$out/srv/pids" ] && head -1 "$out/srv/pids" )} \
   "$out/reportbench" -bin "$out/reportjob" -json "${RJBENCH_JSON:-bench-results.json}" "$@"

@@ -115,11 +115,7 @@ go_tool() {
 
 go_tool versitygw "$VERSITYGW_VERSION" github.com/versity/versitygw/cmd/versitygw "~2.5 to 5.5 min"
 
-if [ ! -x "$TOOLS/bin/mailpit" ] || [ ! -f "$TOOLS/bin/.mailpit-$MAILPIT_VERSION" ]; then
-  echo "tools: building mailpit $MAILPIT_VERSION" >&2
-  GOBIN="$TOOLS/bin" GOFLAGS=-mod=mod go install "github.com/axllent/mailpit@$MAILPIT_VERSION"
-  touch "$TOOLS/bin/.mailpit-$MAILPIT_VERSION"
-fi
+go_tool mailpit "$MAILPIT_VERSION" github.com/axllent/mailpit
 
 if [ ! -f "$TOOLS/tls/cert.pem" ]; then
   mkdir -p "$TOOLS/tls"

@@ -57,7 +57,7 @@ var (
 		BigPeriod: 100_000, MonthClose: 100_000}
 )
 
-var scenarios = []string{"run", "ingest", "ddbingest", "growth", "concurrency", "bigperiod", "ddbsplit", "monthclose"}
+var scenarios = []string{"run", "ingest", "ddbingest", "growth", "concurrency", "bigperiod", "ddbsplit", "monthclose", "scaling"}
 
 // results is the JSON document.
 type results struct {
@@ -75,6 +75,7 @@ type results struct {
 	BigPeriod   []bigPeriodRow  `json:"big_period,omitempty"`
 	Split       []splitRow      `json:"dynamodb_split,omitempty"`
 	MonthClose  []monthCloseRow `json:"month_close,omitempty"`
+	Scaling     []scaleRow      `json:"scaling,omitempty"`
 	Skipped     []string        `json:"skipped,omitempty"`
 	// Failed is the scenario that stopped the bench, with its error: the
 	// results are those of the scenarios before it (and its rows so far).
@@ -122,6 +123,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	splitRuns := fs.Int("split-runs", 1, "ddbsplit: runs (each with a fresh state table)")
 	splitTable := fs.String("split-table", "", "ddbsplit: data table to use, filled only when created (keep it across invocations)")
 	repeat := fs.Int("repeat", 0, "run: how many times to run each job, the fastest counted (default 3 with -full, else 1)")
+	scaleOnly := fs.String("scaling-parts", "", "scaling: the parts to run, of read,claims,put (default all)")
 	runSizes := fs.String("sizes", "", "override the sizes of every scenario with a comma-separated list (smoke runs)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -170,6 +172,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	b.res = results{Machine: describeMachine(), Mode: mode, Sizes: sz, Started: time.Now().UTC()}
+	for _, p := range splitList(*scaleOnly) {
+		if !slices.Contains(scaleParts, p) {
+			return fmt.Errorf("-scaling-parts: unknown part %q (have %s)", p, strings.Join(scaleParts, ","))
+		}
+	}
 	want := strings.Split(*only, ",")
 	for _, s := range want {
 		if !slices.Contains(scenarios, s) {
@@ -189,6 +196,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		{"bigperiod", false, func() error { return b.bigPeriod(ctx, sz.BigPeriod) }},
 		{"ddbsplit", true, func() error { return b.ddbSplit(ctx, sz.Concurrency, *splitRuns, *splitTable) }},
 		{"monthclose", false, func() error { return b.monthClose(ctx, sz.MonthClose) }},
+		{"scaling", true, func() error { return b.scaling(ctx, sz.Concurrency, splitList(*scaleOnly)) }},
 	}
 	for _, st := range steps {
 		if !slices.Contains(want, st.name) {
@@ -220,6 +228,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	writeMarkdown(stdout, &b.res)
 	return saveResults(*out, &b.res)
+}
+
+// splitList splits a comma-separated list; "" is none.
+func splitList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 // saveResults writes r as JSON to path.

@@ -174,6 +174,7 @@ func writeMarkdown(w io.Writer, r *results) {
 		}
 	}
 	writeMonthCloseMarkdown(w, r.MonthClose)
+	writeScalingMarkdown(w, r.Scaling)
 	fmt.Fprintln(w)
 }
 

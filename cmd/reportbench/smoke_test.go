@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,7 +25,7 @@ func TestSmoke(t *testing.T) {
 		only += ",monthclose" // scripts/tools.sh installs the font (fonts-ipafont-gothic)
 	}
 	if os.Getenv(ddbEnv) != "" {
-		only += ",ddbingest,growth,concurrency,ddbsplit"
+		only += ",ddbingest,growth,concurrency,ddbsplit,scaling"
 	}
 	res, stdout, err := runBench(t, dir, "-bin", bin, "-sizes", "300", "-only", only)
 	if err != nil {
@@ -80,6 +81,9 @@ func TestSmoke(t *testing.T) {
 			sp.Requests["BatchWriteItem state"].Items != 300 || sp.Requests["BatchGetItem state"].Items < 300 {
 			t.Errorf("ddbsplit row %+v: want 300 claims written and looked up, the phases timed", sp)
 		}
+	}
+	if os.Getenv(ddbEnv) != "" {
+		checkScaling(t, res.Scaling)
 	}
 	md := stdout.String()
 	for _, want := range []string{"### `run`", "| 300 | yes |", "| 300 | no |", "### `ingest`"} {
@@ -182,4 +186,40 @@ func runBench(t *testing.T, dir string, args ...string) (results, *bytes.Buffer,
 		t.Fatalf("%v (%v)", jerr, err)
 	}
 	return res, &stdout, err
+}
+
+// checkScaling checks the scaling scenario's rows at -sizes 300: 12 reads
+// (3 shard counts x 4 concurrencies) of every item, 4 claim writes, and
+// 4 PUT rows when versitygw is up.
+func checkScaling(t *testing.T, rows []scaleRow) {
+	t.Helper()
+	want := map[string]int{"read": 12, "claims": 4}
+	if os.Getenv(s3Env) != "" {
+		want["put"] = 4
+	}
+	got := map[string]int{}
+	for _, r := range rows {
+		got[r.Kind]++
+		if r.PerSec <= 0 || r.WallMS <= 0 || r.ClientCPUMS < 0 || r.LoadStart == "" {
+			t.Errorf("scaling row %+v: want a rate, times and the load", r)
+		}
+		switch r.Kind {
+		case "read":
+			if r.N != 300 || r.Requests == 0 || r.Capacity <= 0 {
+				t.Errorf("scaling read row %+v: want 300 items, Queries and RCU", r)
+			}
+		case "claims":
+			// The claims and the list's chunk: 4 batches of 25, and one more.
+			if r.N != 100 || r.Capacity < 100 {
+				t.Errorf("scaling claims row %+v: want 100 claims written", r)
+			}
+		case "put":
+			if r.N != 100 {
+				t.Errorf("scaling put row %+v: want 100 PUTs", r)
+			}
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("scaling rows by kind %v, want %v", got, want)
+	}
 }

@@ -127,6 +127,22 @@ type cli struct {
 	allowNewStore bool
 	// delivered is the delivery pass of the last run (nil: none ran).
 	delivered *deliverySummary
+	// configFlag is the --config the user gave ("" when none): the
+	// commands the binary prints to type next carry it (invocation).
+	configFlag string
+}
+
+// invocation is how to start this binary on this job, for the commands it
+// prints to type next ("more: ...", "list them with ..."): "reportjob",
+// and --config with its absolute path when the config came from --config,
+// so that a line typed as printed, from any folder, reads the same job.
+// A config named by REPORTJOB_CONFIG needs nothing: the next command
+// inherits the variable.
+func (c *cli) invocation() string {
+	if c.configFlag == "" {
+		return "reportjob"
+	}
+	return "reportjob --config " + quoteArg(absPath(c.configFlag))
 }
 
 type command struct {
@@ -154,7 +170,10 @@ func commands() []command {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "usage: reportjob [--config FILE] COMMAND [flags]\n\ncommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-9s %s\n            %s\n", c.name, c.help, c.args)
+		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.help)
+		if c.args != "" {
+			fmt.Fprintf(w, "            %s\n", c.args)
+		}
 	}
 	fmt.Fprintf(w, "\nT is RFC 3339 (2024-05-01T13:00:00Z) or YYYY-MM-DD (UTC).\n"+
 		"The config file defaults to ./config.yaml (env REPORTJOB_CONFIG); --config may also follow the command.\nAny key can be overridden "+
@@ -235,13 +254,19 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 		printFailure(stdout, name, "", "", err)
 		return exitCode(err)
 	}
-	c := &cli{cfg: cfg, env: env, stdout: stdout, stderr: stderr, runID: newRunID(), logOut: stderr}
+	c := &cli{cfg: cfg, env: env, stdout: stdout, stderr: stderr, runID: newRunID(), logOut: stderr, configFlag: *configPath}
 	if isTerminal(stderr) {
 		c.bar = newProgressBar(stderr)
 		c.logOut = c.bar
 	}
 	c.base = newLogger(cfg, c.logOut, c.bar != nil)
 	c.log = c.base.With(job.LogJob, cfg.JobName, job.LogRunID, c.runID)
+	// Said first, whatever follows: a command on the built-in defaults
+	// reads or creates ./data/reportjob.db and ./reports, which is rarely
+	// what a user in the wrong folder, or without --config, meant.
+	if note := c.noConfigNote(name); note != "" {
+		fmt.Fprintf(stderr, "reportjob: %s\n", note)
+	}
 	err = cmd.run(ctx, c, cmdArgs)
 	// A command a signal cut short where it was is interrupted too.
 	err = cutShort(ctx, err, "run the same command again")
@@ -249,9 +274,6 @@ func run(ctx context.Context, args, env []string, stdout, stderr io.Writer) int 
 	if errors.As(err, &interrupted) {
 		fmt.Fprintf(stderr, "reportjob: %v\n", err)
 	} else if err != nil && !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errDiffers) && !errors.Is(err, errRejects) {
-		if note := c.noConfigNote(name); note != "" {
-			fmt.Fprintf(stderr, "reportjob: %s\n", note)
-		}
 		c.log.Error(name+" failed", "err", err)
 	}
 	if errors.Is(err, flag.ErrHelp) {
@@ -344,6 +366,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
 			var names []string
 			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			if fs.Name() != "reportjob" {
+				names = append(names, "config") // also taken after the command (cliflags.go)
+			}
 			if best := suggest.Closest(strings.TrimPrefix(name, "-"), names); best != "" {
 				msg += "; did you mean --" + best + "?"
 			}

@@ -42,10 +42,12 @@ func globalFlagsAfter(args []string) (rest []string, configPath string, err erro
 // was found.
 var commandsWithoutConfig = map[string]bool{"demo": true, "version": true}
 
-// noConfigNote says, for a command that failed, that no config file was
-// found and where it was looked for: the built-in defaults (and any
-// REPORTJOB_* variables) are what the command ran on, which most often
-// explains the failure. It is "" when a config file was read.
+// noConfigNote says that no config file was found and where it was looked
+// for: the built-in defaults (and any REPORTJOB_* variables) are what the
+// command runs on. Every command but demo and version prints it on stderr
+// before it starts, and a failed one puts it in its summary's error too,
+// where it most often explains the failure. It is "" when a config file
+// was read.
 func (c *cli) noConfigNote(command string) string {
 	if c.cfg.File != "" || commandsWithoutConfig[command] {
 		return ""

@@ -47,7 +47,7 @@ func cmdDemo(ctx context.Context, c *cli, args []string) error {
 	// yesterday (UTC): a whole day of periods, all due. It runs on the
 	// config it writes there (demo_folder.go).
 	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
-	written, err := writeDemoConfig(*dir, day, c.env)
+	written, err := writeDemoConfig(*dir, day, *agencies, c.env)
 	if err != nil {
 		return err
 	}

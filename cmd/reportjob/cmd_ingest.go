@@ -98,9 +98,9 @@ func cmdIngest(ctx context.Context, c *cli, args []string) (err error) {
 					err = nil
 				}
 				err = in.result(err, fmt.Sprintf("%d of %d transactions written", stats.Written, g.N),
-					fmt.Sprintf("to write them all, run ingest --generate %d --agencies %d --seed %d --from %s --to %s --allow-late "+
+					fmt.Sprintf("to write them all, run %s ingest --generate %d --agencies %d --seed %d --from %s --to %s --allow-late "+
 						"(the same transactions, with the same keys: those already written are written again unchanged)",
-						g.N, g.Agencies, g.Seed, g.From.UTC().Format(time.RFC3339Nano), g.To.UTC().Format(time.RFC3339Nano)))
+						c.invocation(), g.N, g.Agencies, g.Seed, g.From.UTC().Format(time.RFC3339Nano), g.To.UTC().Format(time.RFC3339Nano)))
 			}
 		}
 	} else {

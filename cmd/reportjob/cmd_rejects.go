@@ -81,7 +81,7 @@ func cmdRejects(ctx context.Context, c *cli, args []string) error {
 			if *agency != "" {
 				a = " --agency " + quoteArg(*agency)
 			}
-			fmt.Fprintf(c.stdout, "more: reportjob rejects%s --limit %d --cursor %s\n", a, *lf.limit, pg.Next)
+			fmt.Fprintf(c.stdout, "more: %s rejects%s --limit %d --cursor %s\n", c.invocation(), a, *lf.limit, pg.Next)
 		}
 	}
 	n := len(pg.Rows)
@@ -165,7 +165,7 @@ func (c *cli) lastDayRejects(ctx context.Context, st *store, grid report.Grid, c
 }
 
 // printStatusRejects prints status's lines about the rejects.
-func printStatusRejects(w io.Writer, sr *statusRejects, now time.Time) {
+func printStatusRejects(w io.Writer, sr *statusRejects, now time.Time, invocation string) {
 	switch {
 	case sr == nil:
 		return
@@ -173,8 +173,8 @@ func printStatusRejects(w io.Writer, sr *statusRejects, now time.Time) {
 		fmt.Fprintf(w, "rejects:      none in the last day\n")
 		return
 	}
-	fmt.Fprintf(w, "rejects:      %d in the last day, in %d period(s) (list them: reportjob rejects --from %s); newest:\n",
-		sr.Count, sr.Periods, now.Add(-24*time.Hour).UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "rejects:      %d in the last day, in %d period(s) (list them: %s rejects --from %s); newest:\n",
+		sr.Count, sr.Periods, invocation, now.Add(-24*time.Hour).UTC().Format(time.RFC3339))
 	for _, r := range sr.Newest {
 		reason := r.Reason
 		if rs := []rune(reason); len(rs) > 100 {
@@ -207,8 +207,8 @@ func (c *cli) rejectNote(res job.Result, dryRun bool) int {
 	if len(shown) > 5 {
 		shown = append(shown[:5:5], "...")
 	}
-	fmt.Fprintf(c.stderr, "reportjob: %d reject(s) in %d period(s) published by this run (%s): list them with `reportjob rejects --from %s`\n",
-		n, len(names), strings.Join(shown, ", "), periodTime(slices.Min(names)))
+	fmt.Fprintf(c.stderr, "reportjob: %d reject(s) in %d period(s) published by this run (%s): list them with `%s rejects --from %s`\n",
+		n, len(names), strings.Join(shown, ", "), c.invocation(), periodTime(slices.Min(names)))
 	return len(names)
 }
 

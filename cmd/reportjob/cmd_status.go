@@ -68,7 +68,7 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		now.t = time.Now().UTC()
 	}
 	r := statusReport{Command: "status", Job: c.cfg.JobName, Now: now.t.Format(time.RFC3339), Restated: []statusRestated{},
-		Config: c.cfg.File, Store: storeWhere(c.cfg), Sink: sinkWhere(c.cfg)}
+		Config: configFile(c.cfg), Store: storeWhere(c.cfg), Sink: sinkWhere(c.cfg)}
 	// status creates nothing: a store file that does not exist yet is an
 	// empty state.
 	var state checkpoint.State
@@ -204,7 +204,7 @@ func cmdStatus(ctx context.Context, c *cli, args []string) error {
 		}
 		fmt.Fprintf(w, "%-13s %s revision %d (%s) at %s, items %d -> %d\n", label, rs.Period, rs.Revision, rs.Reason, rs.At, rs.ItemsBefore, rs.ItemsAfter)
 	}
-	printStatusRejects(w, r.RejectsLastDay, now.t)
+	printStatusRejects(w, r.RejectsLastDay, now.t, c.invocation())
 	switch {
 	case r.StatementsNote != "":
 		fmt.Fprintf(w, "statements:   %s\n", r.StatementsNote)

@@ -152,7 +152,7 @@ func cmdTransactions(ctx context.Context, c *cli, args []string) error {
 			fmt.Fprintf(c.stdout, "period %s was restated since the cursor was made: this page goes on with its new revision\n", p.Name())
 		}
 		if pg.Next != "" {
-			fmt.Fprintf(c.stdout, "more: reportjob transactions --agency %s --limit %d --cursor %s\n", quoteArg(*agency), *lf.limit, pg.Next)
+			fmt.Fprintf(c.stdout, "more: %s transactions --agency %s --limit %d --cursor %s\n", c.invocation(), quoteArg(*agency), *lf.limit, pg.Next)
 		}
 	}
 	n := len(pg.Rows)

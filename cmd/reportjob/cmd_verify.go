@@ -89,6 +89,16 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 	started := time.Now()
 	sum := verifySummary{Command: "verify", Job: c.cfg.JobName, RunID: c.runID,
 		From: from.t.UTC().Format(time.RFC3339), To: to.t.UTC().Format(time.RFC3339), Differences: []verifyPeriod{}}
+	if lastD > 0 {
+		// The window --last asks for, before the grid aligns it: what the
+		// summary says when no period of the job falls in it (none
+		// delivered yet).
+		end := now.t.Add(-c.cfg.Report.Lateness)
+		if now.t.IsZero() {
+			end = time.Now().Add(-c.cfg.Report.Lateness)
+		}
+		sum.From, sum.To = end.Add(-lastD).UTC().Truncate(time.Second).Format(time.RFC3339), end.UTC().Truncate(time.Second).Format(time.RFC3339)
+	}
 	var months []monthclose.MonthCheck
 	var planned []report.Period
 	monthsDone := false

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
 	"fmt"
 	"image"
 	"image/color"
@@ -10,12 +11,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/reportjob/reportjob/internal/ingest"
 )
 
-// demoDirectoryCSV is the demo's agency directory (statements.directory):
-// a few of its agencies with their legal names, addresses, tax ids and
-// locales, so that their statements look like what a company sends; the
-// others are left out, and the close names them by id with a warning.
+// demoDirectoryCSV is the head of the demo's agency directory
+// (statements.directory): a few of its agencies with their legal names,
+// addresses, tax ids and locales, so that their statements look like what
+// a company sends. demoDirectory adds a plain row for each other agency
+// the demo generates, so that its close has nobody missing to warn about.
 const demoDirectoryCSV = `agency_id,legal_name,address,country,tax_id,emails,locale,payment_terms
 agency-0001,Northwind Travel Ltd,"14 Chandos Place
 London WC2N 4HG",GB,GB123456789,accounts@northwind.example,en-GB,
@@ -37,8 +41,8 @@ San Francisco CA 94105",US,,billing@acme.example,,
 // relative to dir, fonts absolute): the demo and every later command run
 // on the config the folder holds, so a later `run` there changes nothing
 // a statement prints.
-func demoDocuments(dir string) (string, error) {
-	if err := os.WriteFile(filepath.Join(dir, "agencies.csv"), []byte(demoDirectoryCSV), 0o640); err != nil {
+func demoDocuments(dir string, agencies int) (string, error) {
+	if err := os.WriteFile(filepath.Join(dir, "agencies.csv"), demoDirectory(agencies), 0o640); err != nil {
 		return "", fmt.Errorf("demo: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "logo.png"), demoLogo(), 0o640); err != nil {
@@ -49,7 +53,7 @@ func demoDocuments(dir string) (string, error) {
 		fonts = append(fonts, strconv.Quote(f))
 	}
 	return `statements:
-  directory: ./agencies.csv      # who each agency is (a few of them: the others print their id)
+  directory: ./agencies.csv      # who each agency is: legal name, address, tax id, e-mails, locale
   issuer:
     legal_name: Reportjob Demo Billing Ltd
     address: [1 Example Way, Dublin D02 X285, Ireland]
@@ -62,6 +66,24 @@ func demoDocuments(dir string) (string, error) {
     logo: ./logo.png
   fonts: [` + strings.Join(fonts, ", ") + `]   # Debian's CJK fonts found here (scripts/tools.sh installs them)
 `, nil
+}
+
+// demoDirectory is the directory CSV of the demo's agencies agencies:
+// demoDirectoryCSV's rows, then "Demo Agency N" in GB for each other id
+// ingest.Generate draws from.
+func demoDirectory(agencies int) []byte {
+	var b bytes.Buffer
+	b.WriteString(demoDirectoryCSV)
+	w := csv.NewWriter(&b)
+	for i, id := range ingest.AgencyIDs(agencies) {
+		if strings.Contains(demoDirectoryCSV, "\n"+id+",") {
+			continue
+		}
+		// Write to a bytes.Buffer cannot fail.
+		_ = w.Write([]string{id, fmt.Sprintf("Demo Agency %04d Ltd", i+1), fmt.Sprintf("%d Example Street", i+1), "GB", "", "", "en-GB", ""})
+	}
+	w.Flush()
+	return b.Bytes()
 }
 
 // demoLogo is a small PNG: a blue square with a white bar, the same bytes

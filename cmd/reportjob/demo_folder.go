@@ -37,9 +37,9 @@ const demoConfigName = "config.yaml"
 // it) for a demo day and loads it, with env's REPORTJOB_* overrides: the
 // demo runs on what the file says, so the commands that read it later see
 // the job the demo ran.
-func writeDemoConfig(dir string, day time.Time, env []string) (*config.Config, error) {
+func writeDemoConfig(dir string, day time.Time, agencies int, env []string) (*config.Config, error) {
 	path := filepath.Join(dir, demoConfigName)
-	statements, err := demoDocuments(dir)
+	statements, err := demoDocuments(dir, agencies)
 	if err != nil {
 		return nil, err
 	}

@@ -81,6 +81,15 @@ func configWhere(cfg *config.Config) string {
 	return absPath(cfg.File)
 }
 
+// configFile is the config file read, as an absolute path ("" when none was):
+// status --json's "config".
+func configFile(cfg *config.Config) string {
+	if cfg.File == "" {
+		return ""
+	}
+	return absPath(cfg.File)
+}
+
 // sinkPeriods returns the starts of the periods with a manifest in the
 // sink, ascending. It creates nothing: a file sink whose folder does not
 // exist holds none.

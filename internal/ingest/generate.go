@@ -147,7 +147,7 @@ func GenerateRecords(g GenerateOptions, fn func(Record) error) error {
 	if nAgencies == 0 {
 		nAgencies = DefaultAgencies
 	}
-	agencies := agencyIDs(nAgencies)
+	agencies := AgencyIDs(nAgencies)
 	rng := rand.New(rand.NewPCG(uint64(g.Seed), 0x5deece66d))
 	var zipf *rand.Zipf
 	if nAgencies > 1 {
@@ -203,7 +203,9 @@ func recordedInstant(rng *rand.Rand, from time.Time, span, step time.Duration, i
 	return t
 }
 
-func agencyIDs(n int) []string {
+// AgencyIDs returns the ids of the n agencies Generate draws from, in rank
+// order: agency-0001 ... with the awkward real-world ids at their ranks.
+func AgencyIDs(n int) []string {
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("agency-%04d", i+1)
