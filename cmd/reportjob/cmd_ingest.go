@@ -112,7 +112,7 @@ func cmdIngest(ctx context.Context, c *cli, args []string) (err error) {
 		})
 		release()
 		if errors.Is(err, ingest.ErrStopped) || stopped.fired() != nil {
-			err = stopped.result(ignoreStopped(err), ingestDone(stats, len(bad)), ingestRest(*file, stats.Lines, stopped.abandoned.Load()))
+			err = stopped.result(ignoreStopped(err), ingestDone(stats, len(bad)), ingestRest(c.invocation(), *file, stats.Lines, stopped.abandoned.Load()))
 		}
 		for i, le := range bad {
 			if i == maxLineErrors {
@@ -171,7 +171,7 @@ func ingestDone(s ingest.Stats, bad int) string {
 // ingestRest says how to ingest the rest of the input after an interrupt.
 // After a second signal the batch in flight may be lost: only running
 // the whole input again is sure to write it.
-func ingestRest(file string, lines int, abandoned bool) string {
+func ingestRest(prog, file string, lines int, abandoned bool) string {
 	again := "a record with a recorded_at is written again unchanged, with the same keys; one without would be written again under new keys"
 	if abandoned {
 		return "to ingest the rest, run the same command again (the batch in flight may not be written; " + again + ")"
@@ -179,6 +179,6 @@ func ingestRest(file string, lines int, abandoned bool) string {
 	if file == "-" {
 		return fmt.Sprintf("to ingest the rest, give ingest --file - the input from line %d", lines+1)
 	}
-	return fmt.Sprintf("to ingest the rest, from line %d: tail -n +%d %s | reportjob ingest --file - and the other flags as before "+
-		"(or run the same command again: %s)", lines+1, lines+1, quoteArg(file), again)
+	return fmt.Sprintf("to ingest the rest, from line %d: tail -n +%d %s | %s ingest --file - and the other flags as before "+
+		"(or run the same command again: %s)", lines+1, lines+1, quoteArg(file), prog, again)
 }

@@ -154,7 +154,7 @@ func cmdVerify(ctx context.Context, c *cli, args []string) error {
 		}
 	}
 	if in.fired() != nil {
-		err = in.result(err, verifyDone(sum, len(planned), *repair, monthsDone), verifyRest(planned, len(checks), monthsDone, *repair, *reprice, now.t))
+		err = in.result(err, verifyDone(sum, len(planned), *repair, monthsDone), verifyRest(c.invocation(), planned, len(checks), monthsDone, *repair, *reprice, now.t))
 	}
 	switch {
 	case in.fired() != nil && err != nil:
@@ -221,14 +221,14 @@ func verifyDone(sum verifySummary, n int, repair, monthsChecked bool) string {
 
 // verifyRest is the command that verifies the rest of the range after an
 // interrupt, ps[checked:].
-func verifyRest(ps []report.Period, checked int, monthsChecked, repair, reprice bool, now time.Time) string {
+func verifyRest(prog string, ps []report.Period, checked int, monthsChecked, repair, reprice bool, now time.Time) string {
 	switch {
 	case checked >= len(ps) && monthsChecked:
 		return "nothing was left to check"
 	case checked >= len(ps):
 		return "to check the statements too, run the same command again"
 	}
-	cmd := fmt.Sprintf("verify --from %s --to %s", ps[checked].Start.UTC().Format(time.RFC3339), ps[len(ps)-1].End.UTC().Format(time.RFC3339))
+	cmd := fmt.Sprintf("%s verify --from %s --to %s", prog, ps[checked].Start.UTC().Format(time.RFC3339), ps[len(ps)-1].End.UTC().Format(time.RFC3339))
 	if repair {
 		cmd += " --repair"
 	}

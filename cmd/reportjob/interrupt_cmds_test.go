@@ -87,7 +87,7 @@ func TestInterruptVerify(t *testing.T) {
 		t.Fatalf("interrupted verify: summary %v", sum)
 	}
 	next := time.Date(2024, 3, 1, int(done), 0, 0, 0, time.UTC).Format(time.RFC3339)
-	want := "run verify --from " + next + " --to 2024-03-03T00:00:00Z --now 2024-03-03T00:05:00Z"
+	want := "run reportjob --config " + h.config + " verify --from " + next + " --to 2024-03-03T00:00:00Z --now 2024-03-03T00:05:00Z"
 	if !strings.Contains(msg, want) {
 		t.Fatalf("interrupted verify: error lacks %q: %s", want, msg)
 	}
