@@ -14,5 +14,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()
+	atExit()
 	os.Exit(code)
 }
+
+// atExit runs before the process exits (profile.go's profiles).
+var atExit = func() {}
