@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -290,7 +291,9 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	var handed []string
 	layout := report.LayoutFor(cur.Manifest)
 	w := encode.NewWriter(dir, p, j.AgencyFiles, layout, func(f encode.File) error {
-		handed = append(handed, f.Key)
+		if cur.Manifest != nil { // only a rebuild compares its keys (sameKeys)
+			handed = append(handed, f.Key)
+		}
 		return sess.Upload(f)
 	})
 	defer w.Close()
@@ -493,10 +496,23 @@ func (r *runner) adjustments(ctx context.Context, pb *publish.Publisher, cur *pu
 // sameKeys reports whether keys are m's objects, leaving out those under
 // the dataset skip and the agency files of that dataset's kind.
 func sameKeys(keys []string, m *report.Manifest, skip string) bool {
-	want := map[string]bool{}
+	cmp := func(a report.FileInfo, key string) int { return strings.Compare(a.Key, key) }
+	listed := func(key string) bool {
+		_, ok := slices.BinarySearchFunc(m.Files, key, cmp)
+		return ok
+	}
+	if !slices.IsSortedFunc(m.Files, func(a, b report.FileInfo) int { return strings.Compare(a.Key, b.Key) }) {
+		// A manifest written by hand: a set of its keys.
+		set := make(map[string]bool, len(m.Files))
+		for _, f := range m.Files {
+			set[f.Key] = true
+		}
+		listed = func(key string) bool { return set[key] }
+	}
+	want := 0
 	for _, f := range m.Files {
 		if !isDatasetKey(f.Key, skip) {
-			want[f.Key] = true
+			want++
 		}
 	}
 	n := 0
@@ -504,12 +520,12 @@ func sameKeys(keys []string, m *report.Manifest, skip string) bool {
 		if isDatasetKey(k, skip) {
 			continue
 		}
-		if !want[k] {
+		if !listed(k) {
 			return false
 		}
 		n++
 	}
-	return n == len(want)
+	return n == want
 }
 
 // isDatasetKey reports whether key is an object of dataset: under its

@@ -273,9 +273,15 @@ func (b byKey) Swap(i, j int) {
 // Upload queues f (its temp file is removed once uploaded). It returns the
 // first upload error so far, after which nothing more is uploaded.
 func (s *Session) Upload(f encode.File) error {
+	info := f.Info()
+	if cur, ok := s.skip.find(f.Key); ok && cur.SHA256 == f.SHA256 {
+		// The current revision's object: its strings, not a second copy
+		// (a rebuild of a big period holds both lists).
+		info.Key, info.SHA256 = cur.Key, cur.SHA256
+	}
 	s.mu.Lock()
 	i := len(s.files)
-	s.files = append(s.files, f.Info())
+	s.files = append(s.files, info)
 	s.uploaded = append(s.uploaded, false)
 	s.mu.Unlock()
 	select {

@@ -219,9 +219,15 @@ func ReadManifest(ctx context.Context, raw []byte, read PartReader) (*Manifest, 
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	for _, b := range bodies {
-		m.Files = append(m.Files, b.Files...)
-		m.ReplacedFiles = append(m.ReplacedFiles, b.ReplacedFiles...)
+	files, replaced := len(m.Files), len(m.ReplacedFiles)
+	for _, p := range m.Parts {
+		files, replaced = files+p.Files, replaced+p.ReplacedFiles
+	}
+	m.Files, m.ReplacedFiles = slices.Grow(m.Files, files-len(m.Files)), slices.Grow(m.ReplacedFiles, replaced-len(m.ReplacedFiles))
+	for i := range bodies {
+		m.Files = append(m.Files, bodies[i].Files...)
+		m.ReplacedFiles = append(m.ReplacedFiles, bodies[i].ReplacedFiles...)
+		bodies[i] = partBody{}
 	}
 	slices.SortStableFunc(m.Files, func(a, b FileInfo) int { return strings.Compare(a.Key, b.Key) })
 	if len(m.ReplacedFiles) == 0 {
