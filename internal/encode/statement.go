@@ -54,7 +54,7 @@ func WriteStatementsParquet(w io.Writer, stmts []*statement.Agency) error {
 			}
 		}
 	}
-	return writeAll(w, "statements", recs)
+	return writeAll(w, "statements", recs, parquetOptions())
 }
 
 // StatementRow is one row of a statements Parquet file, read back.
