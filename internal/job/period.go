@@ -288,14 +288,8 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		return res, err
 	}
 	defer sess.Abort() // no-op once committed
-	var handed []string
 	layout := report.LayoutFor(cur.Manifest)
-	w := encode.NewWriter(dir, p, j.AgencyFiles, layout, func(f encode.File) error {
-		if cur.Manifest != nil { // only a rebuild compares its keys (sameKeys)
-			handed = append(handed, f.Key)
-		}
-		return sess.Upload(f)
-	})
+	w := encode.NewWriter(dir, p, j.AgencyFiles, layout, sess.Upload)
 	defer w.Close()
 	if err := r.encode(w, agg, rows, st); err != nil {
 		return res, err
@@ -305,7 +299,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	// rebuild whose items and other objects are the current revision's
 	// reproduces that revision, its adjustments included.
 	reproduce := cur.Manifest != nil && sameItems(cur.Manifest, col) &&
-		sameKeys(handed, cur.Manifest, report.DatasetAdjustments)
+		sameKeys(sess.Handed(), cur.Manifest, report.DatasetAdjustments)
 	adjustments, err := r.adjustments(ctx, pb, cur, rows, revision, reproduce, m, dir)
 	if errors.Is(err, ErrNotRepairable) {
 		// The revision stays as it is: the objects the rebuild reproduced
@@ -493,9 +487,9 @@ func (r *runner) adjustments(ctx context.Context, pb *publish.Publisher, cur *pu
 	return aggregate.Adjustments(prevRows, rows, int32(revision))
 }
 
-// sameKeys reports whether keys are m's objects, leaving out those under
+// sameKeys reports whether the keys of files are m's objects, leaving out those under
 // the dataset skip and the agency files of that dataset's kind.
-func sameKeys(keys []string, m *report.Manifest, skip string) bool {
+func sameKeys(files []report.FileInfo, m *report.Manifest, skip string) bool {
 	cmp := func(a report.FileInfo, key string) int { return strings.Compare(a.Key, key) }
 	listed := func(key string) bool {
 		_, ok := slices.BinarySearchFunc(m.Files, key, cmp)
@@ -516,7 +510,8 @@ func sameKeys(keys []string, m *report.Manifest, skip string) bool {
 		}
 	}
 	n := 0
-	for _, k := range keys {
+	for _, f := range files {
+		k := f.Key
 		if isDatasetKey(k, skip) {
 			continue
 		}

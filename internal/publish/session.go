@@ -248,6 +248,14 @@ func (s *Session) Uploaded() []report.FileInfo {
 	return out
 }
 
+// Handed returns the files handed to Upload so far, in that order: the
+// session's own list (not a copy), to be read before the next Upload.
+func (s *Session) Handed() []report.FileInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.files
+}
+
 // sortFiles sorts files by key, their uploaded flags with them, once the
 // uploads are over. Call it with mu held.
 func (s *Session) sortFiles() {
