@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -133,10 +134,16 @@ func (s *Session) intents() []string {
 	return out
 }
 
-// agencySegment returns the escaped agency id of a's folder in p.
+// agencySegment returns the escaped agency id of a's folder in p: a
+// itself when escaping leaves it as it is, else a string of its own (not
+// a slice of the folder's key, twice its size; the intent holds one per
+// agency of the period).
 func agencySegment(a string, p report.Period) string {
 	esc, _ := report.AgencySegment(report.AgencyPrefix(a, p))
-	return esc
+	if esc == a {
+		return a
+	}
+	return strings.Clone(esc)
 }
 
 // run uploads the queued files with Concurrency workers.
