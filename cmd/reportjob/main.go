@@ -7,10 +7,23 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
+// memoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT
+// sets another (docs/reference.md, "Memory"). Without one the garbage
+// collector lets the heap grow to twice what is live: a period of 100,000
+// agencies, 400,000 objects listed in its manifest, held about 180 MiB
+// live and reached 340 MB of RssAnon. Under the limit it collects sooner
+// as the heap nears it; it is soft, so a run whose live data exceeds it
+// goes on (the collector's share of the CPU is capped).
+const memoryLimit = 200 << 20
+
 func main() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()
