@@ -62,7 +62,7 @@ report:
   max_periods_per_run: 1
   recheck_after: []
 commission: {default_bps: 1000}
-log: {level: warn}
+log: {level: info}
 `, filepath.Join(dir, "store.db"), "file://"+reports, benchPeriod.Start.Format(time.RFC3339))
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		return err
