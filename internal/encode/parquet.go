@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -336,11 +337,28 @@ func newLineItemWriter(w io.Writer, l report.ParquetLayout, dataset bool) *LineI
 			batch: make([]lineItemRecord, 0, lineItemBatch),
 		}
 	}
-	return &LineItemWriter{
-		out:   w,
-		opts:  opts,
-		batch: make([]lineItemRecord, 0, lineItemBatch),
+	return &LineItemWriter{out: w, opts: opts, batch: getLineBatch()}
+}
+
+// lineBatches recycles agencies' batches: a period writes one file per
+// agency, most of them one row, and a batch is lineItemBatch records
+// (100 KiB) to allocate and zero.
+var lineBatches = sync.Pool{New: func() any {
+	b := make([]lineItemRecord, 0, lineItemBatch)
+	return &b
+}}
+
+func getLineBatch() []lineItemRecord { return (*lineBatches.Get().(*[]lineItemRecord))[:0] }
+
+// putLineBatch gives b back, its rows cleared (they hold strings).
+func putLineBatch(b []lineItemRecord) {
+	if cap(b) != lineItemBatch {
+		return
 	}
+	b = b[:cap(b)]
+	clear(b)
+	b = b[:0]
+	lineBatches.Put(&b)
 }
 
 // writer returns the agency file's parquet-go writer, made at its first
@@ -401,7 +419,7 @@ func (lw *LineItemWriter) flushBatch(closing bool) error {
 	b := lw.batch
 	lw.inflight, lw.batch, lw.spare = b, lw.spare, nil
 	if lw.batch == nil {
-		lw.batch = make([]lineItemRecord, 0, lineItemBatch)
+		lw.batch = getLineBatch()
 	}
 	done := make(chan error, 1)
 	lw.encoding = done
@@ -454,6 +472,9 @@ func (lw *LineItemWriter) Close() error {
 		return lw.err
 	}
 	lw.err = errLineItemWriterClosed
+	putLineBatch(lw.batch)
+	putLineBatch(lw.spare)
+	lw.batch, lw.spare = nil, nil
 	return nil
 }
 
