@@ -18,7 +18,7 @@ import (
 // live and reached 340 MB of RssAnon. Under the limit it collects sooner
 // as the heap nears it; it is soft, so a run whose live data exceeds it
 // goes on (the collector's share of the CPU is capped).
-const memoryLimit = 200 << 20
+const memoryLimit = 230 << 20
 
 func main() {
 	if os.Getenv("GOMEMLIMIT") == "" {
