@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -338,27 +337,6 @@ func newLineItemWriter(w io.Writer, l report.ParquetLayout, dataset bool) *LineI
 		}
 	}
 	return &LineItemWriter{out: w, opts: opts, batch: getLineBatch()}
-}
-
-// lineBatches recycles agencies' batches: a period writes one file per
-// agency, most of them one row, and a batch is lineItemBatch records
-// (100 KiB) to allocate and zero.
-var lineBatches = sync.Pool{New: func() any {
-	b := make([]lineItemRecord, 0, lineItemBatch)
-	return &b
-}}
-
-func getLineBatch() []lineItemRecord { return (*lineBatches.Get().(*[]lineItemRecord))[:0] }
-
-// putLineBatch gives b back, its rows cleared (they hold strings).
-func putLineBatch(b []lineItemRecord) {
-	if cap(b) != lineItemBatch {
-		return
-	}
-	b = b[:cap(b)]
-	clear(b)
-	b = b[:0]
-	lineBatches.Put(&b)
 }
 
 // writer returns the agency file's parquet-go writer, made at its first

@@ -1,6 +1,10 @@
 package encode
 
-import "github.com/parquet-go/parquet-go"
+import (
+	"sync"
+
+	"github.com/parquet-go/parquet-go"
+)
 
 // Small files, small buffers, the same bytes.
 //
@@ -54,4 +58,25 @@ func lineItemsBound(recs []lineItemRecord) int {
 			len(r.Currency) + len(r.PartitionKey) + len(r.SortKey) + 12*16
 	}
 	return b
+}
+
+// lineBatches recycles agencies' batches: a period writes one file per
+// agency, most of them one row, and a batch is lineItemBatch records
+// (100 KiB) to allocate and zero.
+var lineBatches = sync.Pool{New: func() any {
+	b := make([]lineItemRecord, 0, lineItemBatch)
+	return &b
+}}
+
+func getLineBatch() []lineItemRecord { return (*lineBatches.Get().(*[]lineItemRecord))[:0] }
+
+// putLineBatch gives b back, its rows cleared (they hold strings).
+func putLineBatch(b []lineItemRecord) {
+	if cap(b) != lineItemBatch {
+		return
+	}
+	b = b[:cap(b)]
+	clear(b)
+	b = b[:0]
+	lineBatches.Put(&b)
 }
