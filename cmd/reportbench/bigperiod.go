@@ -33,6 +33,8 @@ type bigPeriodRow struct {
 	// whole, rebuilds and finds every object in place.
 	Unchanged procResult `json:"unchanged_backfill"`
 	Proc      procResult `json:"proc"`
+	// Bare is the same files written by a bare loop (bareloop.go).
+	Bare bareLoop `json:"bare_loop"`
 }
 
 // bigPeriod measures `run` over one hourly period of `agencies` agencies,
@@ -60,7 +62,7 @@ report:
   max_periods_per_run: 1
   recheck_after: []
 commission: {default_bps: 1000}
-log: {level: warn}
+log: {level: info}
 `, filepath.Join(dir, "store.db"), "file://"+reports, benchPeriod.Start.Format(time.RFC3339))
 	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 		return err
@@ -89,12 +91,19 @@ log: {level: warn}
 	if want := 4*agencies + 2; row.Objects != int64(want) {
 		return fmt.Errorf("bigperiod %d: %d objects written, want %d", agencies, row.Objects, want)
 	}
+	b.logf("bigperiod %d agencies: bare loop", agencies)
+	if row.Bare, err = runBareLoop(reports, filepath.Join(dir, "bare")); err != nil {
+		return err
+	}
 	b.logf("bigperiod %d agencies: unchanged backfill", agencies)
 	row.Unchanged, err = runProc(ctx, b.bin, nil, "--config", cfg, "run", "--backfill",
 		"--from", benchPeriod.Start.Format(time.RFC3339), "--to", benchPeriod.End.Format(time.RFC3339),
 		"--now", benchNow.Format(time.RFC3339))
 	if err != nil {
 		return err
+	}
+	if n := row.Unchanged.num("objects_written"); n != 0 {
+		return fmt.Errorf("bigperiod %d: the unchanged backfill wrote %.0f objects, want 0", agencies, n)
 	}
 	b.res.BigPeriod = append(b.res.BigPeriod, row)
 	return nil

@@ -164,13 +164,14 @@ func writeMarkdown(w io.Writer, r *results) {
 	if len(r.BigPeriod) > 0 {
 		fmt.Fprintln(w, "\n### `run`, embedded store, one hourly period of many agencies (one purchase each; line items; agency files csv and parquet)")
 		fmt.Fprintln(w, "")
-		fmt.Fprintln(w, "| agencies | objects | wall s | peak RssAnon MB | CPU s | manifest.json bytes | parts (bytes) | read manifest.json ms | read whole ms | unchanged backfill s (RssAnon MB) |")
-		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(w, "| agencies | objects | wall s (the period's part) | peak RssAnon MB | CPU s | manifest.json bytes | parts (bytes) | read manifest.json ms | read whole ms | unchanged backfill s (RssAnon MB, CPU s) | bare loop s (CPU s, syncfs s) |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		for _, x := range r.BigPeriod {
-			p, u := x.Proc, x.Unchanged
-			fmt.Fprintf(w, "| %s | %s | %.1f | %.0f | %.1f | %s | %d (%s) | %.1f | %.0f | %.1f (%.0f) |\n", count(x.Agencies), count(int(x.Objects)),
-				p.WallMS/1000, mb(p.PeakAnonKB), (p.UserMS+p.SysMS)/1000, count(int(x.ManifestBytes)), x.Parts, count(int(x.PartBytes)),
-				x.ReadManifestMS, x.ReadWholeMS, u.WallMS/1000, mb(u.PeakAnonKB))
+			p, u, bl := x.Proc, x.Unchanged, x.Bare
+			fmt.Fprintf(w, "| %s | %s | %.1f (%.1f) | %.0f | %.1f | %s | %d (%s) | %.1f | %.0f | %.1f (%.0f, %.1f) | %.1f (%.1f, %.1f) |\n", count(x.Agencies), count(int(x.Objects)),
+				p.WallMS/1000, p.PeriodMS/1000, mb(p.PeakAnonKB), (p.UserMS+p.SysMS)/1000, count(int(x.ManifestBytes)), x.Parts, count(int(x.PartBytes)),
+				x.ReadManifestMS, x.ReadWholeMS, u.WallMS/1000, mb(u.PeakAnonKB), (u.UserMS+u.SysMS)/1000,
+				bl.WallMS/1000, (bl.UserMS+bl.SysMS)/1000, bl.SyncMS/1000)
 		}
 	}
 	writeMonthCloseMarkdown(w, r.MonthClose)

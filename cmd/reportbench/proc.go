@@ -33,6 +33,10 @@ type procResult struct {
 	Samples  int   `json:"samples"`
 	// Summary is the JSON line the command ended with.
 	Summary map[string]any `json:"summary"`
+	// PeriodMS is the duration_ms of the periods' "period published"
+	// and "period unchanged" log lines (logged at level info): the
+	// periods' part of the run, the month's statements left out.
+	PeriodMS float64 `json:"period_ms,omitempty"`
 }
 
 // runProc runs bin with args and env (added to this process's), sampling
@@ -79,6 +83,17 @@ func runProc(ctx context.Context, bin string, env []string, args ...string) (pro
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if last := lines[len(lines)-1]; strings.HasPrefix(last, "{") {
 		_ = json.Unmarshal([]byte(last), &res.Summary)
+	}
+	for line := range strings.SplitSeq(stderr.String(), "\n") {
+		if !strings.Contains(line, `"msg":"period published"`) && !strings.Contains(line, `"msg":"period unchanged"`) {
+			continue
+		}
+		var l struct {
+			DurationMS float64 `json:"duration_ms"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil {
+			res.PeriodMS += l.DurationMS
+		}
 	}
 	if err != nil {
 		return res, fmt.Errorf("%s %s: %w\nstdout: %s\nstderr: %s", bin, strings.Join(args, " "), err,

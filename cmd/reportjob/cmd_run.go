@@ -128,7 +128,7 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 		sum.Rejects += m.Rejects
 	}
 	for _, pr := range append(append([]job.PeriodResult{}, res.Periods...), res.Rechecks...) {
-		sum.Objects += len(pr.Uploaded)
+		sum.Objects += pr.Uploads
 		if pr.Restated() {
 			sum.Restated++
 			sum.LateItems += max(pr.Manifest.ItemsRead-pr.Previous.ItemsRead, 0)

@@ -7,10 +7,25 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
+// memoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT
+// sets another (docs/reference.md, "Memory"). Without one the garbage
+// collector lets the heap grow to twice what is live: a period of 100,000
+// agencies (400,000 objects listed in its manifest) was seen at 200 MiB
+// live and 400 MB of RssAnon. Under the limit it collects sooner as the
+// heap nears it; it is soft, so a run whose live data exceeds it goes on
+// (the collector's share of the CPU is capped). 230 MiB and not less: the
+// unchanged backfill of that period holds about 185 MiB live, and at a
+// limit of 200 MiB its collector ran without pause.
+const memoryLimit = 230 << 20
+
 func main() {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(memoryLimit)
+	}
 	// The first SIGINT or SIGTERM cancels ctx with a *signalError cause:
 	// run and ingest --generate stop at their next safe point, schedule
 	// takes no new run (interrupt.go). A second one abandons the work in

@@ -76,8 +76,14 @@ func New(p report.Period, o Options) *Aggregator {
 	return a
 }
 
+// ErrSummarized is the error of Add and Summary after Summary.
+var ErrSummarized = errors.New("aggregate: the period is summarized already")
+
 // Add adds one billed transaction.
 func (a *Aggregator) Add(tx *item.Transaction) error {
+	if a.sums == nil {
+		return ErrSummarized
+	}
 	r := a.row(tx)
 	bps, err := a.o.Prices.Of(tx)
 	if err != nil {
@@ -152,8 +158,14 @@ func lineKey(dst []byte, tx *item.Transaction) []byte {
 }
 
 // Summary returns the period's summary rows, sorted by (agency, currency),
-// with Net computed.
+// with Net computed. It is called once, after the last Add: the rows by
+// agency are released as it returns (a period of 100,000 agencies holds
+// them twice otherwise, 40 MB).
 func (a *Aggregator) Summary() ([]report.SummaryRow, error) {
+	if a.sums == nil {
+		return nil, ErrSummarized
+	}
+	defer func() { a.sums = nil }()
 	rows := make([]report.SummaryRow, 0, a.nrows)
 	for _, agency := range a.sums {
 		for _, r := range agency {

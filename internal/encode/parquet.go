@@ -236,7 +236,8 @@ func WriteSummaryParquet(w io.Writer, rows []report.SummaryRow) error {
 		}
 		recs[i] = rec
 	}
-	return writeAll(w, "summary", recs)
+	bound := summaryBound(len(recs), func(i int) int { return len(recs[i].AgencyID) + len(recs[i].Currency) })
+	return writeAll(w, "summary", recs, smallPageOptions(parquetOptions(), bound))
 }
 
 // WriteAdjustmentsParquet writes rows, sorted by (agency, currency), as an
@@ -255,11 +256,13 @@ func WriteAdjustmentsParquet(w io.Writer, rows []report.AdjustmentRow) error {
 			Revision: rows[i].Revision,
 		}
 	}
-	return writeAll(w, "adjustments", recs)
+	bound := summaryBound(len(recs), func(i int) int { return len(recs[i].AgencyID) + len(recs[i].Currency) })
+	return writeAll(w, "adjustments", recs, smallPageOptions(parquetOptions(), bound))
 }
 
-func writeAll[T any](w io.Writer, what string, recs []T) error {
-	pw := parquet.NewGenericWriter[T](w, parquetOptions()...)
+// writeAll writes recs as one Parquet file to w with a writer of opts.
+func writeAll[T any](w io.Writer, what string, recs []T, opts []parquet.WriterOption) error {
+	pw := parquet.NewGenericWriter[T](w, opts...)
 	if _, err := pw.Write(recs); err != nil {
 		return fmt.Errorf("write %s parquet: %w", what, err)
 	}
@@ -294,7 +297,11 @@ var errLineItemWriterClosed = errors.New("line item writer closed")
 // in parallel, one goroutine each, and copied into the file in order
 // (rowgroups.go), the same bytes again. Close or abort must be called.
 type LineItemWriter struct {
-	pw *parquet.GenericWriter[lineItemRecord]
+	// pw writes an agency's file (made by writer, at the first batch),
+	// with opts, to out.
+	pw   *parquet.GenericWriter[lineItemRecord]
+	out  io.Writer
+	opts []parquet.WriterOption
 	// rg, for a period's file, encodes its row groups in parallel
 	// (rowgroups.go) instead of pw.
 	rg    *rowGroupWriter
@@ -329,10 +336,21 @@ func newLineItemWriter(w io.Writer, l report.ParquetLayout, dataset bool) *LineI
 			batch: make([]lineItemRecord, 0, lineItemBatch),
 		}
 	}
-	return &LineItemWriter{
-		pw:    parquet.NewGenericWriter[lineItemRecord](w, opts...),
-		batch: make([]lineItemRecord, 0, lineItemBatch),
+	return &LineItemWriter{out: w, opts: opts, batch: getLineBatch()}
+}
+
+// writer returns the agency file's parquet-go writer, made at its first
+// batch: when that batch is the whole file (closing), with small pages if
+// it is small enough (smallpage.go).
+func (lw *LineItemWriter) writer(closing bool) *parquet.GenericWriter[lineItemRecord] {
+	if lw.pw == nil {
+		opts := lw.opts
+		if closing {
+			opts = smallPageOptions(opts, lineItemsBound(lw.batch))
+		}
+		lw.pw = parquet.NewGenericWriter[lineItemRecord](lw.out, opts...)
 	}
+	return lw.pw
 }
 
 // Write adds one line item.
@@ -353,14 +371,14 @@ func (lw *LineItemWriter) Write(li *report.LineItem) error {
 	}
 	lw.rows++
 	if len(lw.batch) == cap(lw.batch) {
-		return lw.flushBatch()
+		return lw.flushBatch(false)
 	}
 	return nil
 }
 
 // flushBatch hands the batch to a goroutine that encodes it, once the
-// previous one is encoded.
-func (lw *LineItemWriter) flushBatch() error {
+// previous one is encoded; closing: it is the last one.
+func (lw *LineItemWriter) flushBatch(closing bool) error {
 	if len(lw.batch) == 0 {
 		return nil
 	}
@@ -375,14 +393,14 @@ func (lw *LineItemWriter) flushBatch() error {
 	if err := lw.wait(); err != nil {
 		return err
 	}
+	pw := lw.writer(closing)
 	b := lw.batch
 	lw.inflight, lw.batch, lw.spare = b, lw.spare, nil
 	if lw.batch == nil {
-		lw.batch = make([]lineItemRecord, 0, lineItemBatch)
+		lw.batch = getLineBatch()
 	}
 	done := make(chan error, 1)
 	lw.encoding = done
-	pw := lw.pw
 	go func() {
 		_, err := pw.Write(b)
 		clear(b) // drop string references
@@ -413,7 +431,7 @@ func (lw *LineItemWriter) Close() error {
 		lw.stop()
 		return lw.err
 	}
-	if err := lw.flushBatch(); err != nil {
+	if err := lw.flushBatch(true); err != nil {
 		return err
 	}
 	if err := lw.wait(); err != nil {
@@ -427,11 +445,14 @@ func (lw *LineItemWriter) Close() error {
 		lw.err = errLineItemWriterClosed
 		return nil
 	}
-	if err := lw.pw.Close(); err != nil {
+	if err := lw.writer(true).Close(); err != nil {
 		lw.err = fmt.Errorf("write line items: close: %w", err)
 		return lw.err
 	}
 	lw.err = errLineItemWriterClosed
+	putLineBatch(lw.batch)
+	putLineBatch(lw.spare)
+	lw.batch, lw.spare = nil, nil
 	return nil
 }
 

@@ -80,7 +80,7 @@ func WriteStatementsParquet(w io.Writer, stmts []*statement.Agency) error {
 		}
 	}
 	if numbered {
-		return writeAll(w, "statements", recs)
+		return writeAll(w, "statements", recs, parquetOptions())
 	}
 	v3 := make([]statementRecord, len(recs))
 	for i, r := range recs {
@@ -89,7 +89,7 @@ func WriteStatementsParquet(w io.Writer, stmts []*statement.Agency) error {
 			Commission: r.Commission, PriorPeriodAdjustments: r.PriorPeriodAdjustments, CommissionDue: r.CommissionDue,
 			StatementRevision: r.StatementRevision}
 	}
-	return writeAll(w, "statements", v3)
+	return writeAll(w, "statements", v3, parquetOptions())
 }
 
 // StatementRow is one row of a statements Parquet file, read back.

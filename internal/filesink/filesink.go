@@ -81,8 +81,11 @@ type Sink struct {
 	tmpSeq  atomic.Uint64
 
 	// Deferred Puts (sync.go).
-	pendMu  sync.Mutex
-	pending map[string]struct{} // keys stored by deferred Puts, not yet synced
+	pendMu sync.Mutex
+	// pending are the keys stored by deferred Puts, not yet synced (a
+	// key Put twice may be there twice): a list, not a set, since a big
+	// period puts 400,000 objects before its Sync.
+	pending []string
 	// pendingDirs are the folders that deferred Deletes removed entries
 	// from, not yet synced.
 	pendingDirs map[string]struct{}

@@ -42,7 +42,10 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 		return driver.Attrs{}, fmt.Errorf("body: %w", err)
 	}
 	buf := copyBufs.Get().(*[]byte)
-	n, err := io.CopyBuffer(f, ctxReader{ctx, io.LimitReader(body, size)}, *buf)
+	// Through a plain io.Writer: (*os.File).ReadFrom would copy a reader
+	// that is not a file with a 32 KiB buffer of its own, allocated for
+	// each Put (13 GB for the 400,000 objects of a big period), not buf.
+	n, err := io.CopyBuffer(struct{ io.Writer }{f}, ctxReader{ctx, io.LimitReader(body, size)}, *buf)
 	copyBufs.Put(buf)
 	if err != nil {
 		return driver.Attrs{}, fmt.Errorf("write temporary file: %w", err)

@@ -91,10 +91,7 @@ func (s *Sink) addPendingDir(rel string) {
 func (s *Sink) addPending(key string) {
 	s.pendMu.Lock()
 	defer s.pendMu.Unlock()
-	if s.pending == nil {
-		s.pending = make(map[string]struct{})
-	}
-	s.pending[key] = struct{}{}
+	s.pending = append(s.pending, key)
 }
 
 // syncFolders makes the name of key, just renamed into its folder,
@@ -149,8 +146,9 @@ func (s *Sink) Sync(ctx context.Context) error {
 
 // syncPaths fsyncs the files of pending, then every folder on their paths
 // and the folders of pendingDirs (a deferred Delete's).
-func (s *Sink) syncPaths(ctx context.Context, pending, pendingDirs map[string]struct{}) error {
-	files := slices.Sorted(maps.Keys(pending))
+func (s *Sink) syncPaths(ctx context.Context, pending []string, pendingDirs map[string]struct{}) error {
+	slices.Sort(pending)
+	files := slices.Compact(pending)
 	seen := map[string]bool{}
 	var dirs []string
 	for _, key := range files {

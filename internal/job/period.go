@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -287,12 +288,8 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 		return res, err
 	}
 	defer sess.Abort() // no-op once committed
-	var handed []string
 	layout := report.LayoutFor(cur.Manifest)
-	w := encode.NewWriter(dir, p, j.AgencyFiles, layout, func(f encode.File) error {
-		handed = append(handed, f.Key)
-		return sess.Upload(f)
-	})
+	w := encode.NewWriter(dir, p, j.AgencyFiles, layout, sess.Upload)
 	defer w.Close()
 	if err := r.encode(w, agg, rows, st); err != nil {
 		return res, err
@@ -302,7 +299,7 @@ func (r *runner) build(ctx context.Context, p report.Period, m mode) (PeriodResu
 	// rebuild whose items and other objects are the current revision's
 	// reproduces that revision, its adjustments included.
 	reproduce := cur.Manifest != nil && sameItems(cur.Manifest, col) &&
-		sameKeys(handed, cur.Manifest, report.DatasetAdjustments)
+		sameKeys(sess.Handed(), cur.Manifest, report.DatasetAdjustments)
 	adjustments, err := r.adjustments(ctx, pb, cur, rows, revision, reproduce, m, dir)
 	if errors.Is(err, ErrNotRepairable) {
 		// The revision stays as it is: the objects the rebuild reproduced
@@ -490,26 +487,40 @@ func (r *runner) adjustments(ctx context.Context, pb *publish.Publisher, cur *pu
 	return aggregate.Adjustments(prevRows, rows, int32(revision))
 }
 
-// sameKeys reports whether keys are m's objects, leaving out those under
+// sameKeys reports whether the keys of files are m's objects, leaving out those under
 // the dataset skip and the agency files of that dataset's kind.
-func sameKeys(keys []string, m *report.Manifest, skip string) bool {
-	want := map[string]bool{}
+func sameKeys(files []report.FileInfo, m *report.Manifest, skip string) bool {
+	cmp := func(a report.FileInfo, key string) int { return strings.Compare(a.Key, key) }
+	listed := func(key string) bool {
+		_, ok := slices.BinarySearchFunc(m.Files, key, cmp)
+		return ok
+	}
+	if !slices.IsSortedFunc(m.Files, func(a, b report.FileInfo) int { return strings.Compare(a.Key, b.Key) }) {
+		// A manifest written by hand: a set of its keys.
+		set := make(map[string]bool, len(m.Files))
+		for _, f := range m.Files {
+			set[f.Key] = true
+		}
+		listed = func(key string) bool { return set[key] }
+	}
+	want := 0
 	for _, f := range m.Files {
 		if !isDatasetKey(f.Key, skip) {
-			want[f.Key] = true
+			want++
 		}
 	}
 	n := 0
-	for _, k := range keys {
+	for _, f := range files {
+		k := f.Key
 		if isDatasetKey(k, skip) {
 			continue
 		}
-		if !want[k] {
+		if !listed(k) {
 			return false
 		}
 		n++
 	}
-	return n == len(want)
+	return n == want
 }
 
 // isDatasetKey reports whether key is an object of dataset: under its

@@ -65,7 +65,7 @@ func (pb *Publisher) Clean(ctx context.Context, cur *Current) error {
 // above). Unless always, it does nothing when no intent is given and no
 // dataset prefix holds an unlisted object (nothing is pending).
 func (pb *Publisher) cleanup(ctx context.Context, p report.Period, m *report.Manifest, intents []string, always bool) error {
-	keep := keySet(m.Files)
+	keep := newFileIndex(m.Files)
 	var datasets []string
 	for _, d := range report.Datasets {
 		keys, err := pb.unlisted(ctx, p, report.DatasetPrefix(d, p), keep)
@@ -86,7 +86,7 @@ func (pb *Publisher) cleanup(ctx context.Context, p report.Period, m *report.Man
 	}
 	var agencies []string
 	for _, key := range m.ReplacedFiles {
-		if keep[key] {
+		if keep.has(key) {
 			continue
 		}
 		if _, ok := report.AgencySegment(key); ok {
@@ -161,14 +161,14 @@ func (pb *Publisher) strayParts(ctx context.Context, p report.Period, m *report.
 }
 
 // unlisted lists prefix and returns the keys there that keep lacks.
-func (pb *Publisher) unlisted(ctx context.Context, p report.Period, prefix string, keep map[string]bool) ([]string, error) {
+func (pb *Publisher) unlisted(ctx context.Context, p report.Period, prefix string, keep fileIndex) ([]string, error) {
 	objs, err := pb.Bucket.List(ctx, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("clean %s: %w", p.Name(), err)
 	}
 	var out []string
 	for _, o := range objs {
-		if !keep[o.Key] {
+		if !keep.has(o.Key) {
 			out = append(out, o.Key)
 		}
 	}

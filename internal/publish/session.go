@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -24,16 +25,21 @@ type Session struct {
 	cur     *Current
 	p       report.Period
 	restore map[string]bool
-	skip    map[string]string // key -> sha256 of the current manifest's objects
-	queue   chan encode.File
+	skip    fileIndex // the current manifest's objects
+	queue   chan queued
 	done    chan struct{}
 	err     error // first upload error, read after done
-	files   []report.FileInfo
 	waited  bool
 	uploads int
 
+	// files are the revision's objects in the order handed to Upload (by
+	// key once Wait sorted them), and uploaded tells which of them were
+	// written: one entry per object, never a copy of the list (a period
+	// of 100,000 agencies has 400,000 objects).
 	mu       sync.Mutex
-	uploaded []report.FileInfo
+	files    []report.FileInfo
+	uploaded []bool
+	sorted   bool
 
 	// The intent: written before the first upload, rewritten when an
 	// upload goes to an agency folder it does not name yet.
@@ -68,15 +74,13 @@ func (pb *Publisher) Begin(ctx context.Context, cur *Current, agencies []string,
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	s := &Session{pb: pb, ctx: sctx, cancel: cancel, cur: cur, p: p, restore: o.Restore,
-		skip: map[string]string{}, queue: make(chan encode.File), done: make(chan struct{}),
+		queue: make(chan queued), done: make(chan struct{}),
 		intentStarted: pb.now().UTC(), intentNamed: map[string]bool{}}
 	for _, a := range agencies {
 		s.name(agencySegment(a, p))
 	}
 	if cur.Manifest != nil {
-		for _, f := range cur.Manifest.Files {
-			s.skip[f.Key] = f.SHA256
-		}
+		s.skip = newFileIndex(cur.Manifest.Files)
 	}
 	go s.run()
 	return s, nil
@@ -130,10 +134,16 @@ func (s *Session) intents() []string {
 	return out
 }
 
-// agencySegment returns the escaped agency id of a's folder in p.
+// agencySegment returns the escaped agency id of a's folder in p: a
+// itself when escaping leaves it as it is, else a string of its own (not
+// a slice of the folder's key, twice its size; the intent holds one per
+// agency of the period).
 func agencySegment(a string, p report.Period) string {
 	esc, _ := report.AgencySegment(report.AgencyPrefix(a, p))
-	return esc
+	if esc == a {
+		return a
+	}
+	return strings.Clone(esc)
 }
 
 // run uploads the queued files with Concurrency workers.
@@ -149,17 +159,17 @@ func (s *Session) run() {
 			s.cancel(err)
 		}
 	}
-	for f := range s.queue {
+	for q := range s.queue {
 		for inflight == s.pb.workers() {
 			record(<-results)
 		}
 		if firstErr != nil {
-			removeTemp(f)
+			removeTemp(q.f)
 			continue
 		}
 		inflight++
 		s.uploads++
-		go func() { results <- s.upload(f) }()
+		go func() { results <- s.upload(q.f, q.i) }()
 	}
 	for inflight > 0 {
 		record(<-results)
@@ -167,8 +177,15 @@ func (s *Session) run() {
 	s.err = firstErr
 }
 
-// upload puts one file, unless the current manifest lists it already.
-func (s *Session) upload(f encode.File) (err error) {
+// queued is a file handed to Upload and its index in Session.files.
+type queued struct {
+	f encode.File
+	i int
+}
+
+// upload puts one file, the i-th handed to Upload, unless the current
+// manifest lists it already.
+func (s *Session) upload(f encode.File, i int) (err error) {
 	defer func() {
 		if err != nil {
 			// An HTTP client may still read the body of a failed request
@@ -178,7 +195,7 @@ func (s *Session) upload(f encode.File) (err error) {
 		}
 		removeTemp(f)
 	}()
-	if sha, ok := s.skip[f.Key]; ok && sha == f.SHA256 && !s.restore[f.Key] {
+	if cur, ok := s.skip.find(f.Key); ok && cur.SHA256 == f.SHA256 && !s.restore[f.Key] {
 		return nil
 	}
 	if err := s.ctx.Err(); err != nil {
@@ -203,7 +220,7 @@ func (s *Session) upload(f encode.File) (err error) {
 		return fmt.Errorf("publish %s: %w", s.p.Name(), err)
 	}
 	s.mu.Lock()
-	s.uploaded = append(s.uploaded, f.Info())
+	s.uploaded[i] = true
 	s.mu.Unlock()
 	crashpoint.Hit(crashpoint.AfterUpload)
 	if s.cur.Manifest != nil {
@@ -213,21 +230,77 @@ func (s *Session) upload(f encode.File) (err error) {
 }
 
 // Uploaded returns the objects actually written (not skipped because the
-// current manifest lists them), sorted by key. Call it after Wait.
+// current manifest lists them), sorted by key. Call it after Wait. When
+// every object was written it is the slice Wait returned (not a copy):
+// neither may be modified.
 func (s *Session) Uploaded() []report.FileInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := slices.Clone(s.uploaded)
-	slices.SortFunc(out, func(a, b report.FileInfo) int { return strings.Compare(a.Key, b.Key) })
+	s.sortFiles()
+	n := 0
+	for _, up := range s.uploaded {
+		if up {
+			n++
+		}
+	}
+	if n == len(s.files) {
+		return s.files
+	}
+	out := make([]report.FileInfo, 0, n)
+	for i, f := range s.files {
+		if s.uploaded[i] {
+			out = append(out, f)
+		}
+	}
 	return out
+}
+
+// Handed returns the files handed to Upload so far, in that order: the
+// session's own list (not a copy), to be read before the next Upload.
+func (s *Session) Handed() []report.FileInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.files
+}
+
+// sortFiles sorts files by key, their uploaded flags with them, once the
+// uploads are over. Call it with mu held.
+func (s *Session) sortFiles() {
+	if !s.sorted {
+		sort.Sort(byKey{s.files, s.uploaded})
+		s.sorted = true
+	}
+}
+
+// byKey sorts a session's files and their uploaded flags by key.
+type byKey struct {
+	files    []report.FileInfo
+	uploaded []bool
+}
+
+func (b byKey) Len() int           { return len(b.files) }
+func (b byKey) Less(i, j int) bool { return b.files[i].Key < b.files[j].Key }
+func (b byKey) Swap(i, j int) {
+	b.files[i], b.files[j] = b.files[j], b.files[i]
+	b.uploaded[i], b.uploaded[j] = b.uploaded[j], b.uploaded[i]
 }
 
 // Upload queues f (its temp file is removed once uploaded). It returns the
 // first upload error so far, after which nothing more is uploaded.
 func (s *Session) Upload(f encode.File) error {
-	s.files = append(s.files, f.Info())
+	info := f.Info()
+	if cur, ok := s.skip.find(f.Key); ok && cur.SHA256 == f.SHA256 {
+		// The current revision's object: its strings, not a second copy
+		// (a rebuild of a big period holds both lists).
+		info.Key, info.SHA256 = cur.Key, cur.SHA256
+	}
+	s.mu.Lock()
+	i := len(s.files)
+	s.files = append(s.files, info)
+	s.uploaded = append(s.uploaded, false)
+	s.mu.Unlock()
 	select {
-	case s.queue <- f:
+	case s.queue <- queued{f, i}:
 		return nil
 	case <-s.done:
 		removeTemp(f)
@@ -239,7 +312,8 @@ func (s *Session) Upload(f encode.File) error {
 }
 
 // Wait waits for the queued uploads, makes them durable (the sink's Sync)
-// and returns the files of the revision, sorted by key.
+// and returns the files of the revision, sorted by key: the session's own
+// list, not a copy (it may not be modified).
 func (s *Session) Wait() ([]report.FileInfo, error) {
 	if !s.waited {
 		s.waited = true
@@ -254,9 +328,10 @@ func (s *Session) Wait() ([]report.FileInfo, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	files := slices.Clone(s.files)
-	slices.SortFunc(files, func(a, b report.FileInfo) int { return strings.Compare(a.Key, b.Key) })
-	return files, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sortFiles()
+	return s.files, nil
 }
 
 // Abort stops the uploads and waits for them. The intent stays, so that
@@ -277,19 +352,21 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 	if prev := s.cur.Manifest; prev != nil {
 		m.PreviousSHA256 = report.SHA256Hex(s.cur.Raw)
 		m.PreviousItemsRead = prev.ItemsRead
-		keep := keySet(m.Files)
+		keep := newFileIndex(m.Files)
 		m.ReplacedFiles = nil
 		for _, f := range prev.Files {
-			if !keep[f.Key] {
+			if !keep.has(f.Key) {
 				m.ReplacedFiles = append(m.ReplacedFiles, f.Key)
 			}
 		}
 	}
-	body, parts, err := m.Encode()
-	if err != nil {
-		return err
+	// Each part is uploaded as soon as it is encoded (not all held).
+	have := map[string]bool{}
+	if s.cur.Manifest != nil {
+		have = s.cur.Manifest.PartKeys()
 	}
-	if err := s.putParts(ctx, parts); err != nil {
+	body, err := m.EncodeTo(func(part report.EncodedPart) error { return s.putPart(ctx, part, have) })
+	if err != nil {
 		return err
 	}
 	if err := pb.fence(); err != nil {
@@ -334,27 +411,21 @@ func (s *Session) Commit(ctx context.Context, m *report.Manifest) error {
 	return pb.cleanup(ctx, p, m, s.intents(), true)
 }
 
-// putParts uploads the manifest's parts (report.Manifest.Encode) that the
-// current manifest does not name already, after the session's intent (so
-// that the parts of an interrupted publication are cleaned up).
-func (s *Session) putParts(ctx context.Context, parts []report.EncodedPart) error {
-	have := map[string]bool{}
-	if s.cur.Manifest != nil {
-		have = s.cur.Manifest.PartKeys()
+// putPart uploads a manifest part (report.Manifest.EncodeTo) unless the
+// current manifest names it already (have), after the session's intent
+// (so that the parts of an interrupted publication are cleaned up).
+func (s *Session) putPart(ctx context.Context, part report.EncodedPart, have map[string]bool) error {
+	if have[part.Key] {
+		return nil
 	}
-	for _, part := range parts {
-		if have[part.Key] {
-			continue
-		}
-		if err := s.pb.fence(); err != nil {
-			return fmt.Errorf("publish %s: %w", s.p.Name(), err)
-		}
-		if err := s.writeIntent(ctx, ""); err != nil {
-			return err
-		}
-		if _, err := s.pb.out().PutBytes(ctx, part.Key, part.Body, sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
-			return fmt.Errorf("publish %s: manifest part: %w", s.p.Name(), err)
-		}
+	if err := s.pb.fence(); err != nil {
+		return fmt.Errorf("publish %s: %w", s.p.Name(), err)
+	}
+	if err := s.writeIntent(ctx, ""); err != nil {
+		return err
+	}
+	if _, err := s.pb.out().PutBytes(ctx, part.Key, part.Body, sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
+		return fmt.Errorf("publish %s: manifest part: %w", s.p.Name(), err)
 	}
 	return nil
 }
@@ -367,14 +438,6 @@ func (s *Session) Close(ctx context.Context) error {
 		return err
 	}
 	return s.pb.cleanup(ctx, s.p, s.cur.Manifest, s.intents(), false)
-}
-
-func keySet(files []report.FileInfo) map[string]bool {
-	m := make(map[string]bool, len(files))
-	for _, f := range files {
-		m[f.Key] = true
-	}
-	return m
 }
 
 // removeTemp releases an uploaded (or abandoned) file.

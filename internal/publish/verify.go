@@ -53,7 +53,7 @@ func (pb *Publisher) CheckObjects(ctx context.Context, cur *Current) ([]Problem,
 			out = append(out, *pr)
 		}
 	}
-	keep := keySet(m.Files)
+	keep := newFileIndex(m.Files)
 	prefixes := make([]string, 0, len(report.Datasets))
 	for _, d := range report.Datasets {
 		prefixes = append(prefixes, report.DatasetPrefix(d, p))
@@ -80,7 +80,7 @@ func (pb *Publisher) CheckObjects(ctx context.Context, cur *Current) ([]Problem,
 			return nil, fmt.Errorf("verify %s: %w", p.Name(), err)
 		}
 		for _, o := range objs {
-			if !keep[o.Key] {
+			if !keep.has(o.Key) {
 				out = append(out, Problem{Kind: ProblemUnlisted, Key: o.Key})
 			}
 		}
