@@ -190,6 +190,17 @@ func (m *Manifest) LegacyChain() bool {
 	return false
 }
 
+// lighten drops from m's agency entries what a close does not read of
+// the published revision (their recipient, locale, terms and listing: the
+// digest covers them), to hold a month of many agencies in less memory.
+// A lightened manifest is never written or compared as a whole.
+func (m *Manifest) lighten() {
+	for i := range m.Agencies {
+		e := &m.Agencies[i]
+		e.Listed, e.Locale, e.PaymentTermsDays, e.Recipient = false, "", 0, nil
+	}
+}
+
 // Final reports whether m is a final statement.
 func (m *Manifest) Final() bool { return m.Status == string(statement.Final) }
 
