@@ -44,7 +44,8 @@ func writeStatementsOneCall(w io.Writer, stmts []*statement.Agency) error {
 }
 
 // TestStatementsWriterSameBytes: the statements Parquet written agency by
-// agency in batches has the bytes of the one-call write, in both layouts,
+// agency in batches (its pages in memory or in temp files) has the bytes of
+// the one-call write, in both layouts,
 // for sizes around the batch and page boundaries (many pages: 40,000 rows).
 func TestStatementsWriterSameBytes(t *testing.T) {
 	var curs []money.Currency
@@ -81,6 +82,25 @@ func TestStatementsWriterSameBytes(t *testing.T) {
 			if !bytes.Equal(got.Bytes(), want.Bytes()) {
 				t.Errorf("%d agencies, numbered %v: the batched write differs from the one-call write (%d bytes, want %d)",
 					n, numbered, got.Len(), want.Len())
+			}
+			// Its pages held in temp files until the footer: the same bytes
+			// (for a file with rows: NewStatementsWriter).
+			if n == 0 {
+				continue
+			}
+			var paged bytes.Buffer
+			sw := NewStatementsWriter(&paged, numbered, t.TempDir())
+			for _, s := range stmts {
+				if err := sw.Add(s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := sw.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(paged.Bytes(), want.Bytes()) {
+				t.Errorf("%d agencies, numbered %v: the write with file page buffers differs from the one-call write (%d bytes, want %d)",
+					n, numbered, paged.Len(), want.Len())
 			}
 		}
 	}

@@ -58,7 +58,17 @@ func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.File
 	}
 	f, err := encode.NewFile(c.Dir, report.StatementsPrefix(m), statementsBase, "parquet", encode.TypeParquet, bt.rows,
 		func(w io.Writer) error {
-			sw := encode.NewStatementsWriter(w, bt.numbered)
+			pages := "" // the pages in temp files (a file with rows: encode.NewStatementsWriter)
+			if bt.rows > 0 {
+				pages = c.Dir
+			}
+			sw := encode.NewStatementsWriter(w, bt.numbered, pages)
+			closed := false
+			defer func() {
+				if !closed {
+					_ = sw.Close() // gives its page files back
+				}
+			}()
 			sem := make(chan struct{}, max(c.Concurrency, 1))
 			var wg sync.WaitGroup
 			defer wg.Wait()
@@ -89,6 +99,7 @@ func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.File
 					errs[i] = err
 				}()
 			}
+			closed = true
 			return sw.Close()
 		})
 	if err != nil {

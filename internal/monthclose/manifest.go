@@ -201,6 +201,18 @@ func (m *Manifest) lighten() {
 	}
 }
 
+// release drops from m, the published revision a close is replacing, what
+// the publication of the next one no longer reads (its agency entries,
+// its files' digests: the next revision's files are listed already), so
+// that a month of many agencies is not held twice while it is uploaded.
+// Only the keys of m's files are read after (publish, cleanup).
+func (m *Manifest) release() {
+	m.Agencies, m.RetiredNumbers = nil, nil
+	for i := range m.Files {
+		m.Files[i].SHA256 = ""
+	}
+}
+
 // Final reports whether m is a final statement.
 func (m *Manifest) Final() bool { return m.Status == string(statement.Final) }
 

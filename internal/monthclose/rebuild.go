@@ -61,6 +61,7 @@ func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m st
 	}
 	man.StatementRevision = revision
 	files, agency, err := c.encodeStream(m, bt, bt.kept)
+	bt.gen = nil // the builder is no longer needed
 	defer removeFiles(files)
 	defer c.removeAgencyFiles(agency)
 	if err != nil {
@@ -76,6 +77,9 @@ func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m st
 	}
 	bt.kept = nil
 	slices.SortFunc(man.Files, func(x, y report.FileInfo) int { return cmp.Compare(x.Key, y.Key) })
+	if prev != nil {
+		prev.release()
+	}
 	uploaded, err := c.publish(ctx, cur, man, files, agency)
 	if err != nil {
 		return mr, err
