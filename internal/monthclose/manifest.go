@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/report"
@@ -75,6 +76,12 @@ type Manifest struct {
 	// agencies' files, the replaced keys and the agency entries
 	// (manifestparts.go); readManifest puts them back into the lists.
 	Parts []Part `json:"parts,omitempty"`
+
+	// recipient, when set, gives the Recipient of a Listed entry that has
+	// none in memory: a close of many agencies keeps their recipients in
+	// the directory, not in Agencies (stream.go). What is written is the
+	// same.
+	recipient func(agencyID string) *PartyRecord
 }
 
 // PeriodEntry names one period revision: by Digest, the
@@ -205,7 +212,8 @@ func (m *Manifest) lighten() {
 // the publication of the next one no longer reads (its agency entries,
 // its files' digests: the next revision's files are listed already), so
 // that a month of many agencies is not held twice while it is uploaded.
-// Only the keys of m's files are read after (publish, cleanup).
+// Only the keys of m's files are read after (publish, cleanup). rebuild
+// drops the entries already before it renders.
 func (m *Manifest) release() {
 	m.Agencies, m.RetiredNumbers = nil, nil
 	for i := range m.Files {
@@ -216,9 +224,25 @@ func (m *Manifest) release() {
 // Final reports whether m is a final statement.
 func (m *Manifest) Final() bool { return m.Status == string(statement.Final) }
 
+// withRecipients returns es with every Listed entry's Recipient (a copy
+// when m.recipient fills one in).
+func (m *Manifest) withRecipients(es []AgencyEntry) []AgencyEntry {
+	if m.recipient == nil {
+		return es
+	}
+	out := slices.Clone(es)
+	for i := range out {
+		if e := &out[i]; e.Listed && e.Recipient == nil {
+			e.Recipient = m.recipient(e.AgencyID)
+		}
+	}
+	return out
+}
+
 // Marshal returns manifest.json's bytes: indented JSON and a newline.
 func (m *Manifest) Marshal() ([]byte, error) {
 	c := *m
+	c.Agencies = m.withRecipients(c.Agencies)
 	for _, l := range []*[]report.FileInfo{&c.Files} {
 		if *l == nil {
 			*l = []report.FileInfo{}

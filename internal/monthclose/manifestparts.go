@@ -110,7 +110,7 @@ func (m *Manifest) EncodeTo(put func(report.EncodedPart) error) ([]byte, error) 
 		n = min(len(replaced), room)
 		p.ReplacedFiles, replaced, room = append(p.ReplacedFiles, replaced[:n]...), replaced[n:], room-n
 		n = min(len(agencies), room)
-		p.Agencies, agencies = append(p.Agencies, agencies[:n]...), agencies[n:]
+		p.Agencies, agencies = append(p.Agencies, m.withRecipients(agencies[:n])...), agencies[n:]
 		if len(p.Files) == 0 {
 			p.Files = []report.FileInfo{}
 		}

@@ -60,6 +60,9 @@ func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m st
 		return mr, c.finishCleanup(ctx, cur)
 	}
 	man.StatementRevision = revision
+	if prev != nil {
+		prev.Agencies, prev.RetiredNumbers = nil, nil // read by build only
+	}
 	files, agency, err := c.encodeStream(m, bt, bt.kept)
 	bt.gen = nil // the builder is no longer needed
 	defer removeFiles(files)
@@ -78,7 +81,7 @@ func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m st
 	bt.kept = nil
 	slices.SortFunc(man.Files, func(x, y report.FileInfo) int { return cmp.Compare(x.Key, y.Key) })
 	if prev != nil {
-		prev.release()
+		prev.release() // bt.kept's files are copied into man.Files
 	}
 	uploaded, err := c.publish(ctx, cur, man, files, agency)
 	if err != nil {

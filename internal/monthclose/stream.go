@@ -99,6 +99,9 @@ func (c *Closer) statements(ctx context.Context, bt *built, b *statement.Builder
 		}
 		if man.Document != nil {
 			recordEntry(&e, s)
+			if !w.record && e.Recipient != nil {
+				e.Recipient = nil // the directory's (man.recipient), not held per agency
+			}
 		}
 		man.Agencies[i] = e
 		tt.add(s)
@@ -107,6 +110,17 @@ func (c *Closer) statements(ctx context.Context, bt *built, b *statement.Builder
 	}
 	if man.Totals, err = tt.result(); err != nil {
 		return err
+	}
+	if !w.record && d.dir != nil {
+		dir := d.dir
+		man.recipient = func(id string) *PartyRecord {
+			e, ok := dir.Lookup(id)
+			if !ok {
+				return nil
+			}
+			r := partyRecord(statement.Party{LegalName: e.LegalName, Address: e.Address, Country: e.Country, TaxID: e.TaxID, Emails: e.Emails})
+			return &r
+		}
 	}
 	bt.ids, bt.logo = ids, logo
 	bt.gen = func(i int) (*statement.Agency, error) {
