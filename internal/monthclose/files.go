@@ -37,7 +37,8 @@ func (c *Closer) encode(m string, bt *built, kept map[string][]report.FileInfo) 
 // encodeStream writes month m's files into the scratch folder: the
 // statements dataset file, the issuer's logo (document.go), each agency's
 // files per Formats (Concurrency at a time) but those of the agencies in
-// kept (unchanged: their files are published again as they are), and the
+// kept, by agency folder (unchanged: their files are published again as
+// they are), and the
 // adjustments file when adjustments were booked. The statements are made
 // one at a time, in agency id order (stream.go). The month's own files are
 // returned as encode.Files; the agencies' files, many, only as what the
@@ -80,7 +81,7 @@ func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.File
 				if err := sw.Add(s); err != nil {
 					return err
 				}
-				if _, ok := kept[s.AgencyID]; ok {
+				if _, ok := kept[report.AgencyMonthPrefix(s.AgencyID, s.Month)]; ok {
 					continue
 				}
 				wg.Add(1)

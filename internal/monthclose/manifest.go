@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/report"
@@ -209,15 +210,21 @@ func (m *Manifest) lighten() {
 }
 
 // release drops from m, the published revision a close is replacing, what
-// the publication of the next one no longer reads (its agency entries,
-// its files' digests: the next revision's files are listed already), so
-// that a month of many agencies is not held twice while it is uploaded.
-// Only the keys of m's files are read after (publish, cleanup). rebuild
-// drops the entries already before it renders.
-func (m *Manifest) release() {
+// the publication of the next one no longer reads once its statements are
+// recorded (built): its agency entries and the digests of its files but
+// those in kept (by agency folder: published again as they are), so that
+// a month of many agencies is not held twice while it is rendered and
+// uploaded. Only the keys of m's files are read after (publish, cleanup).
+func (m *Manifest) release(kept map[string][]report.FileInfo) {
 	m.Agencies, m.RetiredNumbers = nil, nil
 	for i := range m.Files {
-		m.Files[i].SHA256 = ""
+		f := &m.Files[i]
+		if j := strings.LastIndexByte(f.Key, '/'); j >= 0 {
+			if _, ok := kept[f.Key[:j+1]]; ok {
+				continue
+			}
+		}
+		f.SHA256 = ""
 	}
 }
 

@@ -61,7 +61,7 @@ func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m st
 	}
 	man.StatementRevision = revision
 	if prev != nil {
-		prev.Agencies, prev.RetiredNumbers = nil, nil // read by build only
+		prev.release(bt.kept) // what is left of it is read for its keys
 	}
 	files, agency, err := c.encodeStream(m, bt, bt.kept)
 	bt.gen = nil // the builder is no longer needed
@@ -80,9 +80,6 @@ func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m st
 	}
 	bt.kept = nil
 	slices.SortFunc(man.Files, func(x, y report.FileInfo) int { return cmp.Compare(x.Key, y.Key) })
-	if prev != nil {
-		prev.release() // bt.kept's files are copied into man.Files
-	}
 	uploaded, err := c.publish(ctx, cur, man, files, agency)
 	if err != nil {
 		return mr, err
@@ -115,7 +112,8 @@ type built struct {
 	adjRows []report.AdjustmentRow
 	booked  int // new adjustments booked
 	// kept are the files of the agencies whose statements did not change
-	// since prev, by agency id: published again as they are (agencies.go).
+	// since prev, by agency folder (report.AgencyMonthPrefix): published
+	// again as they are (agencies.go).
 	kept map[string][]report.FileInfo
 	stream
 }

@@ -95,7 +95,7 @@ func (c *Closer) statements(ctx context.Context, bt *built, b *statement.Builder
 		}
 		e, kept := rv.entry(s, revision, logoSHA)
 		if kept != nil {
-			bt.kept[s.AgencyID] = kept
+			bt.kept[report.AgencyMonthPrefix(s.AgencyID, s.Month)] = kept
 		}
 		if man.Document != nil {
 			recordEntry(&e, s)
