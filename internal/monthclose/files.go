@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"sync"
 
 	"github.com/reportjob/reportjob/internal/encode"
@@ -36,7 +37,7 @@ func (c *Closer) encode(m string, bt *built, kept map[string][]report.FileInfo) 
 
 // encodeStream writes month m's files into the scratch folder: the
 // statements dataset file, the issuer's logo (document.go), each agency's
-// files per Formats (Concurrency at a time) but those of the agencies in
+// files per Formats (renders at a time) but those of the agencies in
 // kept, by agency folder (unchanged: their files are published again as
 // they are), and the
 // adjustments file when adjustments were booked. The statements are made
@@ -70,7 +71,7 @@ func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.File
 					_ = sw.Close() // gives its page files back
 				}
 			}()
-			sem := make(chan struct{}, max(c.Concurrency, 1))
+			sem := make(chan struct{}, c.renders())
 			var wg sync.WaitGroup
 			defer wg.Wait()
 			for i := range bt.ids {
@@ -130,6 +131,15 @@ func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.File
 		}
 	}
 	return files, agencies(), nil
+}
+
+// renders is how many agencies' files are rendered at a time:
+// Concurrency, but no more than the CPUs the process may use (at least 2).
+// Rendering is CPU-bound, and each render in flight holds a few MB (the
+// document, its fonts' subsets, the compressor), so more would only hold
+// more memory.
+func (c *Closer) renders() int {
+	return max(1, min(c.Concurrency, max(2, runtime.GOMAXPROCS(0))))
 }
 
 // agencyPath is where the scratch folder holds the agency file of key

@@ -16,14 +16,15 @@ import (
 // digest, its number, the totals; revisions.entry decides which agencies'
 // files are kept), and, when the month is published, once more to write
 // the statements dataset file row by row and render each agency's files
-// (Concurrency at a time). Making a statement is a function of the
+// (Closer.renders at a time). Making a statement is a function of the
 // builder, the documents read once per close and the revision recorded in
 // the first pass, so both passes make the same statement.
 
 // stream makes a month's statements one at a time.
 type stream struct {
 	ids []string // the agencies with a statement, sorted
-	// gen makes the statement of ids[i] (its document and revision set).
+	// gen makes the statement of ids[i] (its document and revision set),
+	// once for each i: the builder forgets each agency it made.
 	gen func(i int) (*statement.Agency, error)
 	// numbered: some statement has a number (the dataset file's layout).
 	numbered bool
@@ -67,7 +68,11 @@ func (c *Closer) statements(ctx context.Context, bt *built, b *statement.Builder
 		logo = d.logo
 	}
 	mk := func(i int, first bool) (*statement.Agency, error) {
-		s, err := b.Statement(ids[i], status, revision, closesAt)
+		stmt := b.Statement
+		if !first {
+			stmt = b.Take // gen makes each statement a last time
+		}
+		s, err := stmt(ids[i], status, revision, closesAt)
 		if err != nil {
 			return nil, err
 		}

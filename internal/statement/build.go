@@ -162,6 +162,15 @@ func (b *Builder) Statements(status Status, revision int, closesAt string) ([]*A
 	return out, b.err
 }
 
+// Take is Statement that then forgets the agency: its last statement, for
+// a caller that makes each agency's statement a last time in turn, so that
+// what the builder holds shrinks as it goes.
+func (b *Builder) Take(id string, status Status, revision int, closesAt string) (*Agency, error) {
+	a, err := b.Statement(id, status, revision, closesAt)
+	delete(b.agencies, id)
+	return a, err
+}
+
 // Statement returns agency id's statement (as Statements does), a new one
 // at each call; nil for an agency without one.
 func (b *Builder) Statement(id string, status Status, revision int, closesAt string) (*Agency, error) {
