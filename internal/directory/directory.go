@@ -47,8 +47,17 @@ type Entry struct {
 // Directory is a parsed directory: agency id -> Entry. The zero value and
 // nil are empty directories.
 type Directory struct {
-	source  string
-	entries map[string]Entry
+	source string
+	// arena and index hold the entries compact (compact.go).
+	arena []byte
+	index []uint32
+}
+
+// newDirectory returns the directory of entries read from source.
+func newDirectory(source string, entries map[string]Entry) *Directory {
+	d := &Directory{source: source}
+	d.arena, d.index = compact(entries)
+	return d
 }
 
 // Lookup returns the agency's entry, ok false when the directory has none
@@ -57,8 +66,7 @@ func (d *Directory) Lookup(agencyID string) (Entry, bool) {
 	if d == nil {
 		return Entry{}, false
 	}
-	e, ok := d.entries[agencyID]
-	return e, ok
+	return lookup(d.arena, d.index, agencyID)
 }
 
 // Len returns the number of agencies.
@@ -66,7 +74,7 @@ func (d *Directory) Len() int {
 	if d == nil {
 		return 0
 	}
-	return len(d.entries)
+	return len(d.index)
 }
 
 // Source returns where the directory was read from: the name given to

@@ -78,7 +78,7 @@ func (c *collector) fail(row, field, value, reason string) {
 // result returns the directory, or every error joined.
 func (c *collector) result() (*Directory, error) {
 	if len(c.errs) == 0 {
-		return &Directory{source: c.file, entries: c.entries}, nil
+		return newDirectory(c.file, c.entries), nil
 	}
 	errs := c.errs
 	if c.more > 0 {

@@ -56,40 +56,138 @@ type statementRecord struct {
 // (sorted by agency id, each's lines by currency) to w: with a
 // statement_number column unless no statement has a number.
 func WriteStatementsParquet(w io.Writer, stmts []*statement.Agency) error {
-	var recs []statementRecordNumbered
 	numbered := false
 	for _, s := range stmts {
 		numbered = numbered || s.Doc.Number != ""
-		for _, l := range s.Lines {
-			d := decimals{cur: l.Currency, what: func() string {
-				return fmt.Sprintf("agency %q currency %s", s.AgencyID, l.Currency.Code)
-			}}
-			recs = append(recs, statementRecordNumbered{
-				Month: s.Month, Status: string(s.Status), AgencyID: s.AgencyID, Currency: l.Currency.Code,
-				PurchaseCount: l.PurchaseCount, RefundCount: l.RefundCount,
-				Gross: d.d38("gross_amount", l.Gross), Refunds: d.d38("refund_amount", l.Refunds),
-				Net: d.d38("net_amount", l.Net), Commission: d.d38("commission_amount", l.Commission),
-				PriorPeriodAdjustments: d.d38("prior_period_adjustments", l.PriorPeriodAdjustments),
-				CommissionDue:          d.d38("commission_due", l.CommissionDue),
-				StatementRevision:      int32(s.Revision),
-				StatementNumber:        s.Doc.Number,
-			})
-			if d.err != nil {
-				return fmt.Errorf("write statements parquet: %w", d.err)
+	}
+	sw := NewStatementsWriter(w, numbered, "")
+	for _, s := range stmts {
+		if err := sw.Add(s); err != nil {
+			return err
+		}
+	}
+	return sw.Close()
+}
+
+// statementsBatch is how many rows a StatementsWriter hands parquet-go at
+// a time: a multiple of the 64 rows parquet-go writes at a time (and checks
+// its pages after), so that the pages, and so the bytes, are those of one
+// call with every row.
+const statementsBatch = 16 * 64
+
+// StatementsWriter streams a statements Parquet file, one agency's
+// statement at a time (in agency id order): the same bytes as
+// WriteStatementsParquet of them all, with numbered telling the layout
+// (whether any statement has a number), in memory bounded by one batch of
+// rows. Errors are sticky. Not safe for concurrent use.
+type StatementsWriter struct {
+	numbered bool
+	recs     []statementRecordNumbered
+	v3       []statementRecord
+	pw       *parquet.GenericWriter[statementRecordNumbered]
+	pw3      *parquet.GenericWriter[statementRecord]
+	err      error
+}
+
+// NewStatementsWriter starts a statements Parquet file in w. With dir
+// set, the encoded pages wait for the footer in temp files there instead
+// of memory (parquet-go holds a row group's pages until it is written: 45
+// MB for 100,000 rows); the bytes are the same, but for a file without
+// rows (parquet-go then writes an empty page), so dir is for a file known to
+// have rows.
+func NewStatementsWriter(w io.Writer, numbered bool, dir string) *StatementsWriter {
+	sw := &StatementsWriter{numbered: numbered}
+	opts := parquetOptions()
+	if dir != "" {
+		opts = parquetOptions(parquet.ColumnPageBuffers(parquet.NewFileBufferPool(dir, "statements-pages-*")))
+	}
+	if numbered {
+		sw.pw = parquet.NewGenericWriter[statementRecordNumbered](w, opts...)
+	} else {
+		sw.pw3 = parquet.NewGenericWriter[statementRecord](w, opts...)
+	}
+	return sw
+}
+
+// Add writes s's rows (one per line).
+func (sw *StatementsWriter) Add(s *statement.Agency) error {
+	if sw.err != nil {
+		return sw.err
+	}
+	for _, l := range s.Lines {
+		d := decimals{cur: l.Currency, what: func() string {
+			return fmt.Sprintf("agency %q currency %s", s.AgencyID, l.Currency.Code)
+		}}
+		r := statementRecordNumbered{
+			Month: s.Month, Status: string(s.Status), AgencyID: s.AgencyID, Currency: l.Currency.Code,
+			PurchaseCount: l.PurchaseCount, RefundCount: l.RefundCount,
+			Gross: d.d38("gross_amount", l.Gross), Refunds: d.d38("refund_amount", l.Refunds),
+			Net: d.d38("net_amount", l.Net), Commission: d.d38("commission_amount", l.Commission),
+			PriorPeriodAdjustments: d.d38("prior_period_adjustments", l.PriorPeriodAdjustments),
+			CommissionDue:          d.d38("commission_due", l.CommissionDue),
+			StatementRevision:      int32(s.Revision),
+			StatementNumber:        s.Doc.Number,
+		}
+		if d.err != nil {
+			sw.err = fmt.Errorf("write statements parquet: %w", d.err)
+			return sw.err
+		}
+		if sw.numbered {
+			sw.recs = append(sw.recs, r)
+		} else {
+			sw.v3 = append(sw.v3, statementRecord{Month: r.Month, Status: r.Status, AgencyID: r.AgencyID, Currency: r.Currency,
+				PurchaseCount: r.PurchaseCount, RefundCount: r.RefundCount, Gross: r.Gross, Refunds: r.Refunds, Net: r.Net,
+				Commission: r.Commission, PriorPeriodAdjustments: r.PriorPeriodAdjustments, CommissionDue: r.CommissionDue,
+				StatementRevision: r.StatementRevision})
+		}
+		if len(sw.recs) >= statementsBatch || len(sw.v3) >= statementsBatch {
+			if err := sw.flush(); err != nil {
+				return err
 			}
 		}
 	}
-	if numbered {
-		return writeAll(w, "statements", recs, parquetOptions())
+	return nil
+}
+
+func (sw *StatementsWriter) flush() error {
+	var err error
+	if sw.numbered {
+		_, err = sw.pw.Write(sw.recs)
+		sw.recs = sw.recs[:0]
+	} else {
+		_, err = sw.pw3.Write(sw.v3)
+		sw.v3 = sw.v3[:0]
 	}
-	v3 := make([]statementRecord, len(recs))
-	for i, r := range recs {
-		v3[i] = statementRecord{Month: r.Month, Status: r.Status, AgencyID: r.AgencyID, Currency: r.Currency,
-			PurchaseCount: r.PurchaseCount, RefundCount: r.RefundCount, Gross: r.Gross, Refunds: r.Refunds, Net: r.Net,
-			Commission: r.Commission, PriorPeriodAdjustments: r.PriorPeriodAdjustments, CommissionDue: r.CommissionDue,
-			StatementRevision: r.StatementRevision}
+	if err != nil {
+		sw.err = fmt.Errorf("write statements parquet: %w", err)
 	}
-	return writeAll(w, "statements", v3, parquetOptions())
+	return sw.err
+}
+
+// Close writes the rows left and the file's footer. After an error it
+// only gives back what the writer holds (its page files) and returns it.
+func (sw *StatementsWriter) Close() error {
+	if sw.err != nil {
+		if sw.numbered {
+			_ = sw.pw.Close()
+		} else {
+			_ = sw.pw3.Close()
+		}
+		return sw.err
+	}
+	if err := sw.flush(); err != nil {
+		return err
+	}
+	var err error
+	if sw.numbered {
+		err = sw.pw.Close()
+	} else {
+		err = sw.pw3.Close()
+	}
+	if err != nil {
+		sw.err = fmt.Errorf("write statements parquet: close: %w", err)
+	}
+	return sw.err
 }
 
 // StatementRow is one row of a statements Parquet file, read back.

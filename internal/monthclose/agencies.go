@@ -33,37 +33,81 @@ import (
 // is then rendered again once).
 const digestVersion = "reportjob.statement-digest/1"
 
-// agencyRevisions sets the revision of each of stmts (built at revision)
-// from prev: an agency whose statement is unchanged since prev keeps
-// prev's revision and files (returned in kept, by agency id). It returns
-// the entries man lists. logoSHA is the sha256 of the logo the statements
-// share (their Doc.Logo), hashed in place of its bytes.
-func agencyRevisions(stmts []*statement.Agency, prev, man *Manifest, revision int, logoSHA string) ([]AgencyEntry, map[string][]report.FileInfo) {
-	var before map[string]AgencyEntry
-	var files map[string][]report.FileInfo
+// revisions decides each agency's revision from prev (see above). It
+// looks prev's entries and files up in place (prev lists them sorted by
+// agency id and by key), not in copies.
+type revisions struct {
+	man  *Manifest
+	prev *Manifest // nil: every agency is rendered
+}
+
+// newRevisions reads prev (nil: every agency is rendered) for the
+// revision of man.
+func newRevisions(prev, man *Manifest) *revisions {
+	rv := &revisions{man: man}
 	if prev != nil && slices.Equal(prev.AgencyFiles, man.AgencyFiles) {
-		before = make(map[string]AgencyEntry, len(prev.Agencies))
-		for _, e := range prev.Agencies {
-			before[e.AgencyID] = e
+		rv.prev = prev
+		if !slices.IsSortedFunc(prev.Agencies, func(x, y AgencyEntry) int { return strings.Compare(x.AgencyID, y.AgencyID) }) {
+			slices.SortStableFunc(prev.Agencies, func(x, y AgencyEntry) int { return strings.Compare(x.AgencyID, y.AgencyID) })
 		}
-		files = agencyFilesOf(prev)
+		if !slices.IsSortedFunc(prev.Files, func(x, y report.FileInfo) int { return strings.Compare(x.Key, y.Key) }) {
+			slices.SortStableFunc(prev.Files, func(x, y report.FileInfo) int { return strings.Compare(x.Key, y.Key) })
+		}
 	}
-	kept := map[string][]report.FileInfo{}
-	entries := make([]AgencyEntry, len(stmts))
-	for i, s := range stmts {
-		s.Revision = revision
-		d := digest(s, man.AgencyFiles, logoSHA)
-		if e, ok := before[s.AgencyID]; ok && e.Digest == d && e.Revision <= revision {
-			if fs := files[report.AgencyMonthPrefix(s.AgencyID, s.Month)]; len(fs) == len(man.AgencyFiles) {
-				s.Revision = e.Revision
-				if e.Revision < revision {
-					kept[s.AgencyID] = fs
-				}
+	return rv
+}
+
+// before returns prev's entry of agency id.
+func (rv *revisions) before(id string) (AgencyEntry, bool) {
+	if rv.prev == nil {
+		return AgencyEntry{}, false
+	}
+	es := rv.prev.Agencies
+	i, ok := slices.BinarySearchFunc(es, id, func(e AgencyEntry, id string) int { return strings.Compare(e.AgencyID, id) })
+	if !ok {
+		return AgencyEntry{}, false
+	}
+	return es[i], true
+}
+
+// files returns prev's files under prefix (an agency's folder).
+func (rv *revisions) files(prefix string) []report.FileInfo {
+	fs := rv.prev.Files
+	i, _ := slices.BinarySearchFunc(fs, prefix, func(f report.FileInfo, p string) int { return strings.Compare(f.Key, p) })
+	j, nested := i, false
+	for ; j < len(fs) && strings.HasPrefix(fs[j].Key, prefix); j++ {
+		nested = nested || strings.Contains(fs[j].Key[len(prefix):], "/")
+	}
+	if !nested {
+		return fs[i:j:j]
+	}
+	var out []report.FileInfo // only the folder's own files
+	for _, f := range fs[i:j] {
+		if !strings.Contains(f.Key[len(prefix):], "/") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// entry sets the revision of s (built at revision): an agency whose
+// statement is unchanged since prev keeps prev's revision and files
+// (returned: published again as they are). It returns the entry man lists.
+// logoSHA is the sha256 of the logo the statements share (their
+// Doc.Logo), hashed in place of its bytes.
+func (rv *revisions) entry(s *statement.Agency, revision int, logoSHA string) (AgencyEntry, []report.FileInfo) {
+	var kept []report.FileInfo
+	s.Revision = revision
+	d := digest(s, rv.man.AgencyFiles, logoSHA)
+	if e, ok := rv.before(s.AgencyID); ok && e.Digest == d && e.Revision <= revision {
+		if fs := rv.files(report.AgencyMonthPrefix(s.AgencyID, s.Month)); len(fs) == len(rv.man.AgencyFiles) {
+			s.Revision = e.Revision
+			if e.Revision < revision {
+				kept = fs
 			}
 		}
-		entries[i] = AgencyEntry{AgencyID: s.AgencyID, Revision: s.Revision, Digest: d}
 	}
-	return entries, kept
+	return AgencyEntry{AgencyID: s.AgencyID, Revision: s.Revision, Digest: d}, kept
 }
 
 // agencyFilesOf returns m's agency files by agency folder

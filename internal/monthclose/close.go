@@ -186,6 +186,7 @@ func (c *Closer) Update(ctx context.Context, now time.Time, rec Record, closeEar
 	if err != nil {
 		return res, err
 	}
+	months.light = true
 	// Every month the sink has a statement for, and its manifest.
 	for _, mo := range months.names() {
 		if _, err := months.read(ctx, c, mo); err != nil {

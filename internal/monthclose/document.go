@@ -152,16 +152,10 @@ func (c *Closer) numberPrefix() string {
 	return c.Job
 }
 
-// fillDocuments makes stmts (built for man, prev being the month's
-// published revision) documents from the directory and config, and
-// records them in man (entries are set by agencyRevisions after).
+// documentRecord is what man's statements' documents share, from the
+// directory and config d (prev being the month's published revision):
 // issued is the close's instant, for a final.
-func (c *Closer) fillDocuments(ctx context.Context, man, prev *Manifest, stmts []*statement.Agency, issued time.Time) error {
-	d, err := c.documents(ctx)
-	if err != nil {
-		return err
-	}
-	man.RetiredNumbers = assignNumbers(c.numberPrefix(), man.Month, stmts, prev)
+func (c *Closer) documentRecord(man *Manifest, d *docState, issued time.Time) *DocumentRecord {
 	rec := &DocumentRecord{Issuer: partyRecord(c.Docs.Issuer), PaymentInstructions: c.Docs.PaymentInstructions,
 		PaymentTermsDays: c.Docs.PaymentTermsDays}
 	if d.dir != nil {
@@ -170,27 +164,32 @@ func (c *Closer) fillDocuments(ctx context.Context, man, prev *Manifest, stmts [
 	if man.Final() {
 		rec.IssueDate = statement.DayOf(issued, c.Loc)
 	}
-	man.Document = rec
-	for _, s := range stmts {
-		doc := &s.Doc
-		doc.Issuer, doc.PaymentInstructions, doc.Logo = c.Docs.Issuer, c.Docs.PaymentInstructions, d.logo
-		doc.Recipient, doc.Locale, doc.PaymentTermsDays = statement.Party{LegalName: s.AgencyID}, "en", c.Docs.PaymentTermsDays
-		if e, ok := d.dir.Lookup(s.AgencyID); ok {
-			doc.Listed = true
-			doc.Recipient = statement.Party{LegalName: e.LegalName, Address: e.Address, Country: e.Country, TaxID: e.TaxID, Emails: e.Emails}
-			if e.Locale != "" {
-				doc.Locale = e.Locale
-			}
-			if e.HasTerms {
-				doc.PaymentTermsDays = e.PaymentTermsDays
-			}
-		} else if d.dir != nil {
-			d.unlisted[s.AgencyID] = true
-			rec.UnlistedAgencies++
+	return rec
+}
+
+// fillDocument makes s a document from the directory and config d, with
+// its number (numbers.go): rec is the month's document record, which
+// counts, with count, an agency the directory lacks (entries are set by
+// revisions.entry after).
+func (c *Closer) fillDocument(s *statement.Agency, d *docState, rec *DocumentRecord, number string, count bool) {
+	doc := &s.Doc
+	doc.Number = number
+	doc.Issuer, doc.PaymentInstructions, doc.Logo = c.Docs.Issuer, c.Docs.PaymentInstructions, d.logo
+	doc.Recipient, doc.Locale, doc.PaymentTermsDays = statement.Party{LegalName: s.AgencyID}, "en", c.Docs.PaymentTermsDays
+	if e, ok := d.dir.Lookup(s.AgencyID); ok {
+		doc.Listed = true
+		doc.Recipient = statement.Party{LegalName: e.LegalName, Address: e.Address, Country: e.Country, TaxID: e.TaxID, Emails: e.Emails}
+		if e.Locale != "" {
+			doc.Locale = e.Locale
 		}
-		setDates(s, rec.IssueDate, c.Loc)
+		if e.HasTerms {
+			doc.PaymentTermsDays = e.PaymentTermsDays
+		}
+	} else if d.dir != nil && count {
+		d.unlisted[s.AgencyID] = true
+		rec.UnlistedAgencies++
 	}
-	return nil
+	setDates(s, rec.IssueDate, c.Loc)
 }
 
 // setDates sets s's issue and due dates: a final's issue date is given;
@@ -210,36 +209,13 @@ func setDates(s *statement.Agency, finalIssue string, loc *time.Location) {
 	}
 }
 
-// recordEntries adds each statement's document to its entry (same order).
-func recordEntries(entries []AgencyEntry, stmts []*statement.Agency) {
-	for i, s := range stmts {
-		e := &entries[i]
-		e.Number, e.Listed, e.Locale, e.PaymentTermsDays = s.Doc.Number, s.Doc.Listed, s.Doc.Locale, s.Doc.PaymentTermsDays
-		if s.Doc.Listed {
-			r := partyRecord(s.Doc.Recipient)
-			e.Recipient = &r
-		}
+// recordEntry adds s's document to its entry.
+func recordEntry(e *AgencyEntry, s *statement.Agency) {
+	e.Number, e.Listed, e.Locale, e.PaymentTermsDays = s.Doc.Number, s.Doc.Listed, s.Doc.Locale, s.Doc.PaymentTermsDays
+	if s.Doc.Listed {
+		r := partyRecord(s.Doc.Recipient)
+		e.Recipient = &r
 	}
-}
-
-// documentsFromRecord makes stmts the documents month man recorded (for
-// verify and a restore): nothing for a month published before documents.
-func (c *Closer) documentsFromRecord(ctx context.Context, man *Manifest, stmts []*statement.Agency) error {
-	if man.Document == nil {
-		return nil
-	}
-	logo, err := c.recordedLogo(ctx, man)
-	if err != nil {
-		return err
-	}
-	byID := make(map[string]*AgencyEntry, len(man.Agencies))
-	for i := range man.Agencies {
-		byID[man.Agencies[i].AgencyID] = &man.Agencies[i]
-	}
-	for _, s := range stmts {
-		docFromRecord(s, man, byID[s.AgencyID], logo, c.Loc)
-	}
-	return nil
 }
 
 // docFromRecord sets s.Doc from man's record (e: s's entry, nil when none).
@@ -301,16 +277,9 @@ func (c *Closer) recordedLogo(ctx context.Context, man *Manifest) ([]byte, error
 	return nil, nil
 }
 
-// logoFile writes the logo of stmts (they share one) as the month's logo
-// object; none without a logo.
-func (c *Closer) logoFile(m string, stmts []*statement.Agency) ([]encode.File, error) {
-	var logo []byte
-	for _, s := range stmts {
-		if s.Doc.Logo != nil {
-			logo = s.Doc.Logo
-			break
-		}
-	}
+// logoFile writes logo (the one the statements share) as the month's
+// logo object; none without a logo.
+func (c *Closer) logoFile(m string, logo []byte) ([]encode.File, error) {
 	if logo == nil {
 		return nil, nil
 	}

@@ -1,8 +1,15 @@
 package monthclose
 
 import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
 	"sync"
 
 	"github.com/reportjob/reportjob/internal/encode"
@@ -18,55 +25,154 @@ const (
 	statementsBase = "statements"
 )
 
-// encode writes month m's files into the scratch folder: the statements
-// dataset file, the issuer's logo (document.go), each agency's files per Formats (PDFs Concurrency at a
-// time) but those of the agencies in kept (unchanged: their files are
-// published again as they are), and the adjustments file when
-// adjustments were booked.
-func (c *Closer) encode(m string, stmts []*statement.Agency, adjRows []report.AdjustmentRow, kept map[string][]report.FileInfo) ([]encode.File, error) {
+// encode is encodeStream for verify and a restore: every file as an
+// encode.File.
+func (c *Closer) encode(m string, bt *built, kept map[string][]report.FileInfo) ([]encode.File, error) {
+	files, agency, err := c.encodeStream(m, bt, kept)
+	for _, f := range agency {
+		files = append(files, c.agencyFile(f))
+	}
+	return files, err
+}
+
+// encodeStream writes month m's files into the scratch folder: the
+// statements dataset file, the issuer's logo (document.go), each agency's
+// files per Formats (renders at a time) but those of the agencies in
+// kept, by agency folder (unchanged: their files are published again as
+// they are), and the
+// adjustments file when adjustments were booked. The statements are made
+// one at a time, in agency id order (stream.go). The month's own files are
+// returned as encode.Files; the agencies' files, many, only as what the
+// manifest lists of them: each is at agencyPath of its key.
+func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.FileInfo) ([]encode.File, []report.FileInfo, error) {
 	var files []encode.File
-	f, err := encode.NewFile(c.Dir, report.StatementsPrefix(m), statementsBase, "parquet", encode.TypeParquet, rows(stmts),
-		func(w io.Writer) error { return encode.WriteStatementsParquet(w, stmts) })
+	nf := len(c.formats().names())
+	slots := make([]report.FileInfo, len(bt.ids)*nf) // agency i's files at [i*nf, (i+1)*nf)
+	errs := make([]error, len(bt.ids))
+	agencies := func() []report.FileInfo {
+		out := slots[:0]
+		for _, f := range slots {
+			if f.Key != "" {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	f, err := encode.NewFile(c.Dir, report.StatementsPrefix(m), statementsBase, "parquet", encode.TypeParquet, bt.rows,
+		func(w io.Writer) error {
+			pages := "" // the pages in temp files (a file with rows: encode.NewStatementsWriter)
+			if bt.rows > 0 {
+				pages = c.Dir
+			}
+			sw := encode.NewStatementsWriter(w, bt.numbered, pages)
+			closed := false
+			defer func() {
+				if !closed {
+					_ = sw.Close() // gives its page files back
+				}
+			}()
+			sem := make(chan struct{}, c.renders())
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			for i := range bt.ids {
+				s, err := bt.gen(i)
+				if err != nil {
+					return err
+				}
+				if err := sw.Add(s); err != nil {
+					return err
+				}
+				if _, ok := kept[report.AgencyMonthPrefix(s.AgencyID, s.Month)]; ok {
+					continue
+				}
+				wg.Add(1)
+				sem <- struct{}{}
+				go func() {
+					defer func() { <-sem; wg.Done() }()
+					fs, err := c.agencyFiles(s)
+					for j, f := range fs {
+						if rerr := os.Rename(f.Path, c.agencyPath(f.Key)); rerr != nil {
+							f.Discard()
+							err = cmp.Or(err, rerr)
+							continue
+						}
+						slots[i*nf+j] = f.Info()
+					}
+					errs[i] = err
+				}()
+			}
+			closed = true
+			return sw.Close()
+		})
 	if err != nil {
-		return nil, fmt.Errorf("encode the statements of %s: %w", m, err)
+		return nil, agencies(), fmt.Errorf("encode the statements of %s: %w", m, err)
 	}
 	files = append(files, f)
-	logo, err := c.logoFile(m, stmts)
-	files = append(files, logo...)
-	if err != nil {
-		return files, err
+	logo := bt.logo
+	if len(bt.ids) == 0 {
+		logo = nil
 	}
-	if len(adjRows) > 0 {
-		f, err := encode.NewFile(c.Dir, report.MonthManifestPrefix(m), adjustmentsBase, "parquet", encode.TypeParquet, int64(len(adjRows)),
-			func(w io.Writer) error { return encode.WriteAdjustmentsParquet(w, adjRows) })
+	lf, err := c.logoFile(m, logo)
+	files = append(files, lf...)
+	if err != nil {
+		return files, agencies(), err
+	}
+	if len(bt.adjRows) > 0 {
+		f, err := encode.NewFile(c.Dir, report.MonthManifestPrefix(m), adjustmentsBase, "parquet", encode.TypeParquet, int64(len(bt.adjRows)),
+			func(w io.Writer) error { return encode.WriteAdjustmentsParquet(w, bt.adjRows) })
 		if err != nil {
-			return files, fmt.Errorf("encode the adjustments of %s: %w", m, err)
+			return files, agencies(), fmt.Errorf("encode the adjustments of %s: %w", m, err)
 		}
 		files = append(files, f)
 	}
-	per := make([][]encode.File, len(stmts))
-	errs := make([]error, len(stmts))
-	sem := make(chan struct{}, max(c.Concurrency, 1))
-	var wg sync.WaitGroup
-	for i, s := range stmts {
-		if _, ok := kept[s.AgencyID]; ok {
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			per[i], errs[i] = c.agencyFiles(s)
-		}()
-	}
-	wg.Wait()
-	for i := range stmts {
-		files = append(files, per[i]...)
-		if errs[i] != nil {
-			return files, errs[i]
+	for _, err := range errs {
+		if err != nil {
+			return files, agencies(), err
 		}
 	}
-	return files, nil
+	return files, agencies(), nil
+}
+
+// renders is how many agencies' files are rendered at a time:
+// Concurrency, but no more than the CPUs the process may use (at least 2).
+// Rendering is CPU-bound, and each render in flight holds a few MB (the
+// document, its fonts' subsets, the compressor), so more would only hold
+// more memory.
+func (c *Closer) renders() int {
+	return max(1, min(c.Concurrency, max(2, runtime.GOMAXPROCS(0))))
+}
+
+// agencyPath is where the scratch folder holds the agency file of key
+// until it is uploaded.
+func (c *Closer) agencyPath(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return filepath.Join(c.Dir, "agency-"+hex.EncodeToString(h[:16]))
+}
+
+// agencyFile returns the agency file f (written by encodeStream) as an
+// encode.File.
+func (c *Closer) agencyFile(f report.FileInfo) encode.File {
+	return encode.File{Key: f.Key, Path: c.agencyPath(f.Key), ContentType: contentType(f.Key), Bytes: f.Bytes, Rows: f.Rows, SHA256: f.SHA256}
+}
+
+// contentType is the content type of an agency file by its extension.
+func contentType(key string) string {
+	switch path.Ext(key) {
+	case ".pdf":
+		return encode.TypePDF
+	case ".csv":
+		return encode.TypeCSV
+	default:
+		return encode.TypeParquet
+	}
+}
+
+// removeAgencyFiles removes the agency files of fs from the scratch
+// folder (those uploaded are gone already).
+func (c *Closer) removeAgencyFiles(fs []report.FileInfo) {
+	for _, f := range fs {
+		_ = os.Remove(c.agencyPath(f.Key))
+	}
 }
 
 func rows(stmts []*statement.Agency) int64 {

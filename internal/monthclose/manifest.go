@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/reportjob/reportjob/internal/report"
@@ -75,6 +77,12 @@ type Manifest struct {
 	// agencies' files, the replaced keys and the agency entries
 	// (manifestparts.go); readManifest puts them back into the lists.
 	Parts []Part `json:"parts,omitempty"`
+
+	// recipient, when set, gives the Recipient of a Listed entry that has
+	// none in memory: a close of many agencies keeps their recipients in
+	// the directory, not in Agencies (stream.go). What is written is the
+	// same.
+	recipient func(agencyID string) *PartyRecord
 }
 
 // PeriodEntry names one period revision: by Digest, the
@@ -190,12 +198,58 @@ func (m *Manifest) LegacyChain() bool {
 	return false
 }
 
+// lighten drops from m's agency entries what a close does not read of
+// the published revision (their recipient, locale, terms and listing: the
+// digest covers them), to hold a month of many agencies in less memory.
+// A lightened manifest is never written or compared as a whole.
+func (m *Manifest) lighten() {
+	for i := range m.Agencies {
+		e := &m.Agencies[i]
+		e.Listed, e.Locale, e.PaymentTermsDays, e.Recipient = false, "", 0, nil
+	}
+}
+
+// release drops from m, the published revision a close is replacing, what
+// the publication of the next one no longer reads once its statements are
+// recorded (built): its agency entries and the digests of its files but
+// those in kept (by agency folder: published again as they are), so that
+// a month of many agencies is not held twice while it is rendered and
+// uploaded. Only the keys of m's files are read after (publish, cleanup).
+func (m *Manifest) release(kept map[string][]report.FileInfo) {
+	m.Agencies, m.RetiredNumbers = nil, nil
+	for i := range m.Files {
+		f := &m.Files[i]
+		if j := strings.LastIndexByte(f.Key, '/'); j >= 0 {
+			if _, ok := kept[f.Key[:j+1]]; ok {
+				continue
+			}
+		}
+		f.SHA256 = ""
+	}
+}
+
 // Final reports whether m is a final statement.
 func (m *Manifest) Final() bool { return m.Status == string(statement.Final) }
+
+// withRecipients returns es with every Listed entry's Recipient (a copy
+// when m.recipient fills one in).
+func (m *Manifest) withRecipients(es []AgencyEntry) []AgencyEntry {
+	if m.recipient == nil {
+		return es
+	}
+	out := slices.Clone(es)
+	for i := range out {
+		if e := &out[i]; e.Listed && e.Recipient == nil {
+			e.Recipient = m.recipient(e.AgencyID)
+		}
+	}
+	return out
+}
 
 // Marshal returns manifest.json's bytes: indented JSON and a newline.
 func (m *Manifest) Marshal() ([]byte, error) {
 	c := *m
+	c.Agencies = m.withRecipients(c.Agencies)
 	for _, l := range []*[]report.FileInfo{&c.Files} {
 		if *l == nil {
 			*l = []report.FileInfo{}

@@ -67,49 +67,73 @@ type monthPart struct {
 // and m.Parts to the layout written; m's lists stay whole. The same
 // manifest always gives the same bytes and parts.
 func (m *Manifest) Encode() ([]byte, []report.EncodedPart, error) {
+	var parts []report.EncodedPart
+	body, err := m.EncodeTo(func(p report.EncodedPart) error {
+		parts = append(parts, p)
+		return nil
+	})
+	return body, parts, err
+}
+
+// parted reports whether m is written in layout FormatParts.
+func (m *Manifest) parted() bool {
+	return len(m.Files)+len(m.ReplacedFiles)+len(m.Agencies) > inlineEntries
+}
+
+// EncodeTo is Encode handing each part to put as soon as it is encoded,
+// in order, instead of holding them all (a month of 100,000 agencies has
+// about 40 parts, 100 MB): the same parts and manifest.json bytes. An
+// error of put stops it and is returned.
+func (m *Manifest) EncodeTo(put func(report.EncodedPart) error) ([]byte, error) {
 	m.Format, m.Parts = Format, nil
-	if len(m.Files)+len(m.ReplacedFiles)+len(m.Agencies) <= inlineEntries {
-		body, err := m.Marshal()
-		return body, nil, err
+	if !m.parted() {
+		return m.Marshal()
 	}
 	var inline, files []report.FileInfo
-	for _, f := range m.Files {
+	for i, f := range m.Files {
 		if _, ok := report.AgencySegment(f.Key); ok {
+			if files == nil {
+				files = make([]report.FileInfo, 0, len(m.Files)-i)
+			}
 			files = append(files, f)
 		} else {
 			inline = append(inline, f)
 		}
 	}
 	replaced, agencies := m.ReplacedFiles, m.Agencies
-	var parts []report.EncodedPart
 	var infos []Part
 	for len(files) > 0 || len(replaced) > 0 || len(agencies) > 0 {
 		p := monthPart{Format: monthPartFormat, Files: []report.FileInfo{}, ReplacedFiles: []string{}, Agencies: []AgencyEntry{}}
 		room := partEntries
 		n := min(len(files), room)
-		p.Files, files, room = append(p.Files, files[:n]...), files[n:], room-n
+		p.Files, files, room = files[:n:n], files[n:], room-n
 		n = min(len(replaced), room)
 		p.ReplacedFiles, replaced, room = append(p.ReplacedFiles, replaced[:n]...), replaced[n:], room-n
 		n = min(len(agencies), room)
-		p.Agencies, agencies = append(p.Agencies, agencies[:n]...), agencies[n:]
+		p.Agencies, agencies = append(p.Agencies, m.withRecipients(agencies[:n])...), agencies[n:]
+		if len(p.Files) == 0 {
+			p.Files = []report.FileInfo{}
+		}
 		body, err := json.Marshal(&p)
 		if err != nil {
-			return nil, nil, fmt.Errorf("marshal month manifest part: %w", err)
+			return nil, fmt.Errorf("marshal month manifest part: %w", err)
 		}
 		part, sum := report.NewPart(report.MonthManifestPrefix(m.Month), body)
-		parts = append(parts, part)
 		infos = append(infos, Part{Key: part.Key, Bytes: int64(len(part.Body)), SHA256: sum,
 			Files: len(p.Files), ReplacedFiles: len(p.ReplacedFiles), Agencies: len(p.Agencies)})
+		if err := put(part); err != nil {
+			return nil, err
+		}
 	}
 	c := *m
 	c.Format, c.Parts = FormatParts, infos
 	c.Files, c.ReplacedFiles, c.Agencies = inline, nil, nil
 	body, err := c.Marshal()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	m.Format, m.Parts = FormatParts, infos
-	return body, parts, nil
+	return body, nil
 }
 
 // Keys returns the keys of every object of m's revision but manifest.json:
@@ -121,6 +145,26 @@ func (m *Manifest) Keys() map[string]bool {
 		keep[p.Key] = true
 	}
 	return keep
+}
+
+// hasFile reports whether m lists the object key among its Files (sorted
+// by key, as every manifest lists them).
+func (m *Manifest) hasFile(key string) bool {
+	_, ok := slices.BinarySearchFunc(m.Files, key, func(f report.FileInfo, k string) int { return cmp.Compare(f.Key, k) })
+	return ok
+}
+
+// hasKey reports whether key is one of m.Keys(), without building the set.
+func (m *Manifest) hasKey(key string) bool {
+	if m.hasFile(key) {
+		return true
+	}
+	for _, p := range m.Parts {
+		if p.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // readManifest decodes a month manifest's bytes and reads its parts, each

@@ -38,6 +38,9 @@ func (cur *current) final() bool { return cur != nil && cur.m != nil && cur.m.Fi
 type monthSet struct {
 	listed map[string][]string // month -> keys under manifests/month=M/
 	cur    map[string]*current
+	// light: the manifests are read for a close, which needs of their
+	// agency entries only the id, revision, digest and number (lighten).
+	light bool
 }
 
 // listMonths lists manifests/month=*/: one LIST, O(months).
@@ -74,6 +77,9 @@ func (s *monthSet) read(ctx context.Context, c *Closer, m string) (*current, err
 	cur, err := c.readMonth(ctx, m, s.listed[m])
 	if err != nil {
 		return nil, err
+	}
+	if s.light && cur != nil && cur.m != nil {
+		cur.m.lighten()
 	}
 	s.cur[m] = cur
 	return cur, nil

@@ -23,10 +23,10 @@ import (
 // is replaced only by a conditional write of its next revision, which
 // carries them on: two publishers can never give one number twice.
 
-// assignNumbers sets the number of every statement of stmts (sorted by
-// agency id) from prev (the month's published revision, nil for none)
-// and returns the retired numbers the new revision records.
-func assignNumbers(prefix, month string, stmts []*statement.Agency, prev *Manifest) []AgencyNumber {
+// assignNumbers returns the number of each agency of ids (sorted), from
+// prev (the month's published revision, nil for none), and the retired
+// numbers the new revision records.
+func assignNumbers(prefix, month string, ids []string, prev *Manifest) ([]string, []AgencyNumber) {
 	had := map[string]string{}
 	top := 0
 	note := func(id, number string) {
@@ -46,22 +46,20 @@ func assignNumbers(prefix, month string, stmts []*statement.Agency, prev *Manife
 			note(r.AgencyID, r.Number)
 		}
 	}
-	present := make(map[string]bool, len(stmts))
-	for _, s := range stmts {
-		present[s.AgencyID] = true
-		if n, ok := had[s.AgencyID]; ok {
-			s.Doc.Number = n
+	numbers := make([]string, len(ids))
+	for i, id := range ids {
+		if n, ok := had[id]; ok {
+			numbers[i] = n
+			delete(had, id)
 			continue
 		}
 		top++
-		s.Doc.Number = statement.FormatNumber(prefix, month, top)
+		numbers[i] = statement.FormatNumber(prefix, month, top)
 	}
 	var retired []AgencyNumber
 	for id, n := range had {
-		if !present[id] {
-			retired = append(retired, AgencyNumber{AgencyID: id, Number: n})
-		}
+		retired = append(retired, AgencyNumber{AgencyID: id, Number: n})
 	}
 	slices.SortFunc(retired, func(x, y AgencyNumber) int { return strings.Compare(x.AgencyID, y.AgencyID) })
-	return retired
+	return numbers, retired
 }

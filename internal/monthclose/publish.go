@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 
@@ -43,18 +44,15 @@ type monthIntent struct {
 // publish uploads man's new files, writes man as the month's manifest with
 // a conditional write, and cleans up. It returns how many objects it
 // uploaded.
-func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files []encode.File) (int, error) {
+func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files []encode.File, agency []report.FileInfo) (int, error) {
 	m := man.Month
-	have := map[string]bool{}
+	have := func(string) bool { return false }
 	if cur != nil && cur.m != nil {
-		for _, f := range cur.m.Files {
-			have[f.Key] = true
-		}
+		have = cur.m.hasFile
 		man.PreviousSHA256 = report.SHA256Hex(cur.raw)
-		keep := keySet(man.Files)
 		man.ReplacedFiles = nil
 		for _, f := range cur.m.Files {
-			if !keep[f.Key] {
+			if !man.hasFile(f.Key) {
 				man.ReplacedFiles = append(man.ReplacedFiles, f.Key)
 			}
 		}
@@ -62,22 +60,26 @@ func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files
 	man.GeneratedAt, man.ToolVersion = c.now(), c.Version
 	var todo []encode.File
 	for _, f := range files {
-		if !have[f.Key] {
+		if !have(f.Key) {
 			todo = append(todo, f)
 		}
 	}
-	body, parts, err := man.Encode()
-	if err != nil {
-		return 0, err
+	var todoAgency []report.FileInfo
+	for _, f := range agency {
+		if !have(f.Key) {
+			todoAgency = append(todoAgency, f)
+		}
 	}
 	mine := report.MonthIntentKey(m, c.RunID)
-	if len(todo) > 0 || len(man.ReplacedFiles) > 0 || len(parts) > 0 {
+	// The intent names the agency files uploaded; the manifest's parts,
+	// under manifests/month=M/, are found by listing it (unlisted).
+	if len(todo) > 0 || len(todoAgency) > 0 || len(man.ReplacedFiles) > 0 || man.parted() {
 		in := monthIntent{RunID: c.RunID}
 		for _, f := range todo {
 			in.Keys = append(in.Keys, f.Key)
 		}
-		for _, p := range parts {
-			in.Keys = append(in.Keys, p.Key)
+		for _, f := range todoAgency {
+			in.Keys = append(in.Keys, f.Key)
 		}
 		ib, err := json.Marshal(in)
 		if err != nil {
@@ -87,15 +89,19 @@ func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files
 			return 0, fmt.Errorf("publish the statements of %s: intent: %w", m, err)
 		}
 	}
-	if err := c.upload(ctx, todo); err != nil {
+	if err := c.uploadAll(ctx, todo, todoAgency); err != nil {
 		return 0, fmt.Errorf("publish the statements of %s: %w", m, err)
 	}
-	// The parts before the manifest that names them: content-named, so a
-	// part already there is the same bytes.
-	if err := c.each(len(parts), func(i int) error {
-		return c.put(ctx, parts[i].Key, parts[i].Body, sink.PutOptions{ContentType: encode.TypeJSON})
-	}); err != nil {
-		return 0, fmt.Errorf("publish the statements of %s: manifest part: %w", m, err)
+	// The parts before the manifest that names them, each put as it is
+	// encoded: content-named, so a part already there is the same bytes.
+	body, err := man.EncodeTo(func(p report.EncodedPart) error {
+		if err := c.put(ctx, p.Key, p.Body, sink.PutOptions{ContentType: encode.TypeJSON}); err != nil {
+			return fmt.Errorf("publish the statements of %s: manifest part: %w", m, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	opts := sink.PutOptions{ContentType: encode.TypeJSON, IfNoneMatch: true}
 	if cur != nil && cur.m != nil {
@@ -119,10 +125,11 @@ func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files
 	}
 	intents = append(intents, mine)
 	next := &current{month: m, m: man, raw: body, intents: intents}
+	n := len(todo) + len(todoAgency)
 	if err := c.cleanup(ctx, next, true); err != nil {
-		return len(todo), err
+		return n, err
 	}
-	return len(todo), nil
+	return n, nil
 }
 
 // finishCleanup finishes a cleanup of cur's revision that was cut short
@@ -141,7 +148,6 @@ func (c *Closer) finishCleanup(ctx context.Context, cur *current) error {
 // publication's). Sorted.
 func (c *Closer) unlisted(ctx context.Context, man *Manifest) ([]string, error) {
 	m := man.Month
-	keep := man.Keys()
 	var out []string
 	for _, prefix := range []string{report.StatementsPrefix(m), report.MonthManifestPrefix(m)} {
 		objs, err := c.bucket().List(ctx, prefix)
@@ -149,7 +155,7 @@ func (c *Closer) unlisted(ctx context.Context, man *Manifest) ([]string, error) 
 			return nil, err
 		}
 		for _, o := range objs {
-			if !keep[o.Key] && o.Key != report.MonthManifestKey(m) && !report.IsMonthIntentKey(m, o.Key) {
+			if !man.hasKey(o.Key) && o.Key != report.MonthManifestKey(m) && !report.IsMonthIntentKey(m, o.Key) {
 				out = append(out, o.Key)
 			}
 		}
@@ -180,7 +186,6 @@ func (c *Closer) readIntent(ctx context.Context, key string) (monthIntent, error
 // cleanup deletes what cur.m does not list (see above), then the intents.
 func (c *Closer) cleanup(ctx context.Context, cur *current, always bool) error {
 	m, man := cur.month, cur.m
-	keep := man.Keys()
 	del, err := c.unlisted(ctx, man)
 	if err != nil {
 		return fmt.Errorf("clean the statements of %s: %w", m, err)
@@ -189,7 +194,7 @@ func (c *Closer) cleanup(ctx context.Context, cur *current, always bool) error {
 		return nil
 	}
 	for _, k := range man.ReplacedFiles {
-		if !keep[k] {
+		if !man.hasKey(k) {
 			del = append(del, k)
 		}
 	}
@@ -199,7 +204,7 @@ func (c *Closer) cleanup(ctx context.Context, cur *current, always bool) error {
 			return fmt.Errorf("clean the statements of %s: %w", m, err)
 		}
 		for _, k := range in.Keys {
-			if !keep[k] {
+			if !man.hasKey(k) {
 				del = append(del, k)
 			}
 		}
@@ -232,6 +237,31 @@ func (c *Closer) put(ctx context.Context, key string, body []byte, opts sink.Put
 	}
 	_, err := c.bucket().PutBytes(ctx, key, body, opts)
 	return err
+}
+
+// uploadAll is upload of files and of the agency files of agency (each
+// removed from the scratch folder once uploaded).
+func (c *Closer) uploadAll(ctx context.Context, files []encode.File, agency []report.FileInfo) error {
+	err := c.each(len(files)+len(agency), func(i int) error {
+		var f encode.File
+		if i < len(files) {
+			f = files[i]
+		} else {
+			f = c.agencyFile(agency[i-len(files)])
+		}
+		if _, err := c.bucket().PutFile(ctx, f.Key, f.Path, sink.PutOptions{ContentType: f.ContentType, Defer: true}); err != nil {
+			return err
+		}
+		if i >= len(files) {
+			_ = os.Remove(f.Path)
+		}
+		crashpoint.Hit(crashpoint.MonthAfterUpload)
+		return nil
+	})
+	if err != nil || len(files)+len(agency) == 0 {
+		return err
+	}
+	return c.bucket().Sync(ctx)
 }
 
 // upload puts files, Concurrency at a time, checking the fence, and

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -55,32 +54,40 @@ func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m st
 		return mr, err
 	}
 	man := bt.man
-	mr.Status, mr.Agencies, mr.Booked = man.Status, len(bt.stmts), bt.booked
+	mr.Status, mr.Agencies, mr.Booked = man.Status, len(bt.ids), bt.booked
 	if prev != nil && !w.force && c.unchanged(prev, man) {
 		mr.Revision = prev.StatementRevision
 		return mr, c.finishCleanup(ctx, cur)
 	}
 	man.StatementRevision = revision
-	files, err := c.encode(m, bt.stmts, bt.adjRows, bt.kept)
+	if prev != nil {
+		prev.release(bt.kept) // what is left of it is read for its keys
+	}
+	files, agency, err := c.encodeStream(m, bt, bt.kept)
+	bt.gen = nil // the builder is no longer needed
 	defer removeFiles(files)
+	defer c.removeAgencyFiles(agency)
 	if err != nil {
 		return mr, err
 	}
+	man.Files = make([]report.FileInfo, 0, len(files)+len(agency)+len(bt.kept)*len(man.AgencyFiles))
 	for _, f := range files {
 		man.Files = append(man.Files, f.Info())
 	}
+	man.Files = append(man.Files, agency...)
 	for _, fs := range bt.kept {
 		man.Files = append(man.Files, fs...)
 	}
+	bt.kept = nil
 	slices.SortFunc(man.Files, func(x, y report.FileInfo) int { return cmp.Compare(x.Key, y.Key) })
-	uploaded, err := c.publish(ctx, cur, man, files)
+	uploaded, err := c.publish(ctx, cur, man, files, agency)
 	if err != nil {
 		return mr, err
 	}
 	mr.Revision, mr.Reason, mr.Uploaded, mr.Published = man.StatementRevision, man.Reason, uploaded, true
 	mr.Manifest = report.MonthManifestKey(m)
 	c.Log.Info("statements published", "month", m, "status", man.Status, "statement_revision", man.StatementRevision,
-		"reason", man.Reason, "agencies", len(bt.stmts), "uploaded", uploaded)
+		"reason", man.Reason, "agencies", len(bt.ids), "uploaded", uploaded)
 	return mr, nil
 }
 
@@ -97,15 +104,18 @@ func removeFiles(files []encode.File) {
 	}
 }
 
-// built is a month's statements built from the record, not encoded yet.
+// built is a month's statements built from the record, not encoded yet:
+// what the manifest lists of them, and how to make each one again
+// (stream.go).
 type built struct {
 	man     *Manifest // Files unset
-	stmts   []*statement.Agency
 	adjRows []report.AdjustmentRow
 	booked  int // new adjustments booked
 	// kept are the files of the agencies whose statements did not change
-	// since prev, by agency id: published again as they are (agencies.go).
+	// since prev, by agency folder (report.AgencyMonthPrefix): published
+	// again as they are (agencies.go).
 	kept map[string][]report.FileInfo
+	stream
 }
 
 // build builds month m's statements at statement revision revision: its
@@ -151,45 +161,19 @@ func (c *Closer) build(ctx context.Context, months *monthSet, rec Record, m stri
 	if w.final {
 		closesAt = ""
 	}
-	if bt.stmts, err = b.Statements(statement.Status(man.Status), revision, closesAt); err != nil {
-		return nil, err
-	}
-	for _, s := range bt.stmts {
-		s.LegacyChain = w.legacyChain
-	}
-	logoSHA := ""
-	switch {
-	case w.record && docs:
-		man.Document, man.RetiredNumbers = prev.Document, prev.RetiredNumbers
-		if err := c.documentsFromRecord(ctx, prev, bt.stmts); err != nil {
-			return nil, err
-		}
-	case !w.record:
-		if err := c.fillDocuments(ctx, man, prev, bt.stmts, w.now); err != nil {
-			return nil, err
-		}
-	}
-	if len(bt.stmts) > 0 {
-		logoSHA = shaHex(bt.stmts[0].Doc.Logo)
-	}
-	from := prev
-	if w.force {
-		from = nil // a repair renders every agency's files anew
-	}
-	man.Agencies, bt.kept = agencyRevisions(bt.stmts, from, man, revision, logoSHA)
-	if man.Document != nil {
-		recordEntries(man.Agencies, bt.stmts)
-	}
-	if man.Totals, err = totals(bt.stmts); err != nil {
+	if err := c.statements(ctx, bt, b, w, prev, docs, revision, closesAt); err != nil {
 		return nil, err
 	}
 	return bt, nil
 }
 
 // unchanged reports whether man (built, revision unset) publishes what prev
-// does: same periods, adjustments, status and totals. The files are not
-// compared: they carry the revision. Same periods and adjustments mean the
-// same statements.
+// does: same periods, adjustments, status and totals, and the same
+// agencies with the same digests and numbers. The files are not compared:
+// they carry the revision. Same periods and adjustments mean the same
+// statements; the digest covers everything else an agency's entry records
+// of its document (its recipient, locale and terms), which a close reads
+// prev without (Manifest.lighten).
 func (c *Closer) unchanged(prev, man *Manifest) bool {
 	a, b := *prev, *man
 	a.Files, b.Files = nil, nil
@@ -199,8 +183,7 @@ func (c *Closer) unchanged(prev, man *Manifest) bool {
 	}
 	for i, e := range prev.Agencies {
 		o := man.Agencies[i]
-		e.Revision, o.Revision = 0, 0
-		if !reflect.DeepEqual(e, o) {
+		if e.AgencyID != o.AgencyID || e.Digest != o.Digest || e.Number != o.Number {
 			return false // a document changed (the digest covers it)
 		}
 	}
@@ -366,37 +349,51 @@ func (c *Closer) bookAdjustment(ctx context.Context, months *monthSet, b *statem
 	return rows, 1, nil
 }
 
-// totals adds up the month's totals per currency.
-func totals(stmts []*statement.Agency) ([]Total, error) {
-	type acc struct {
-		c        money.Currency
-		agencies int64
-		t        statement.Line
+// totals adds up the month's totals per currency, one statement at a
+// time.
+type totals struct {
+	byCode map[string]*totalAcc
+	err    error
+}
+
+type totalAcc struct {
+	c        money.Currency
+	agencies int64
+	t        statement.Line
+}
+
+func (tt *totals) add(s *statement.Agency) {
+	if tt.byCode == nil {
+		tt.byCode = map[string]*totalAcc{}
 	}
-	byCode := map[string]*acc{}
-	for _, s := range stmts {
-		for _, l := range s.Lines {
-			a := byCode[l.Currency.Code]
-			if a == nil {
-				a = &acc{c: l.Currency}
-				byCode[l.Currency.Code] = a
-			}
-			a.agencies++
-			a.t.PurchaseCount += l.PurchaseCount
-			a.t.RefundCount += l.RefundCount
-			for _, f := range []struct{ dst, src *money.Total }{
-				{&a.t.Gross, &l.Gross}, {&a.t.Refunds, &l.Refunds}, {&a.t.Net, &l.Net}, {&a.t.Commission, &l.Commission},
-				{&a.t.PriorPeriodAdjustments, &l.PriorPeriodAdjustments}, {&a.t.CommissionDue, &l.CommissionDue},
-			} {
-				var ok bool
-				if *f.dst, ok = f.dst.Add(*f.src); !ok {
-					return nil, fmt.Errorf("a %s total overflows 128 bits", l.Currency.Code)
-				}
+	for _, l := range s.Lines {
+		a := tt.byCode[l.Currency.Code]
+		if a == nil {
+			a = &totalAcc{c: l.Currency}
+			tt.byCode[l.Currency.Code] = a
+		}
+		a.agencies++
+		a.t.PurchaseCount += l.PurchaseCount
+		a.t.RefundCount += l.RefundCount
+		for _, f := range []struct{ dst, src *money.Total }{
+			{&a.t.Gross, &l.Gross}, {&a.t.Refunds, &l.Refunds}, {&a.t.Net, &l.Net}, {&a.t.Commission, &l.Commission},
+			{&a.t.PriorPeriodAdjustments, &l.PriorPeriodAdjustments}, {&a.t.CommissionDue, &l.CommissionDue},
+		} {
+			var ok bool
+			if *f.dst, ok = f.dst.Add(*f.src); !ok && tt.err == nil {
+				tt.err = fmt.Errorf("a %s total overflows 128 bits", l.Currency.Code)
 			}
 		}
 	}
-	out := make([]Total, 0, len(byCode))
-	for _, a := range byCode {
+}
+
+// result returns the totals, by currency code.
+func (tt *totals) result() ([]Total, error) {
+	if tt.err != nil {
+		return nil, tt.err
+	}
+	out := make([]Total, 0, len(tt.byCode))
+	for _, a := range tt.byCode {
 		c := a.c
 		out = append(out, Total{Currency: c.Code, Agencies: a.agencies, PurchaseCount: a.t.PurchaseCount, RefundCount: a.t.RefundCount,
 			Gross: c.FormatTotal(a.t.Gross), Refunds: c.FormatTotal(a.t.Refunds), Net: c.FormatTotal(a.t.Net),

@@ -72,7 +72,7 @@ func (c *Closer) restore(ctx context.Context, set *monthSet, rec Record, cur *cu
 		bt, err := c.build(ctx, set, rec, man.Month, w, man, man.StatementRevision)
 		if err == nil {
 			var fs []encode.File
-			fs, err = c.encode(man.Month, bt.stmts, bt.adjRows, nil)
+			fs, err = c.encode(man.Month, bt, nil)
 			take(fs)
 		}
 		if err != nil {
@@ -129,7 +129,7 @@ func (c *Closer) fromDelivered(ctx context.Context, man *Manifest, broken map[st
 	var out []encode.File
 	if info, ok := logoInfo(man); ok && logo != nil {
 		if _, bad := broken[info.Key]; bad {
-			fs, err := c.logoFile(man.Month, []*statement.Agency{{Doc: statement.Document{Logo: logo}}})
+			fs, err := c.logoFile(man.Month, logo)
 			out = append(out, fs...)
 			if err != nil {
 				return out, err

@@ -176,7 +176,7 @@ func (c *Closer) verifyMonth(ctx context.Context, set *monthSet, rec Record, m s
 		b, _ := json.Marshal(bt.man.Totals)
 		mc.Problems = append(mc.Problems, fmt.Sprintf("totals %s; its periods and adjustments add up to %s", a, b))
 	}
-	files, err := c.encode(m, bt.stmts, bt.adjRows, nil)
+	files, err := c.encode(m, bt, nil)
 	defer removeFiles(files)
 	if err != nil {
 		return mc, err
@@ -321,7 +321,9 @@ func (c *Closer) checkOwnTotals(ctx context.Context, mc *MonthCheck, m string, m
 	for i, r := range st.Rows {
 		lines[i] = r.Line
 	}
-	own, err := totals([]*statement.Agency{{Lines: lines}})
+	var tt totals
+	tt.add(&statement.Agency{Lines: lines})
+	own, err := tt.result()
 	if err != nil {
 		return err
 	}

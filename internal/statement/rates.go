@@ -29,15 +29,13 @@ const UnknownBPS = -1
 // configured rate, and Commission stays what was billed, so it need not be
 // Base x BPS.
 
-type rateKey struct {
-	agency, currency, day string
-	bps                   int32
-}
-
-type rateAcc struct {
-	first      time.Time // the first period start added to it
-	currency   money.Currency
-	base, comm money.Total
+// rateEntry adds up an agency's rows of one currency, day and rate.
+type rateEntry struct {
+	currency, day string
+	bps           int32
+	first         time.Time // the first period start added to it
+	cur           money.Currency
+	base, comm    money.Total
 }
 
 // RateOf returns the rate table t gives agency at instant at; UnknownBPS
@@ -63,17 +61,22 @@ func RateOf(t *pricing.Table, agency string, at time.Time) int32 {
 // before rate lines).
 func (b *Builder) AddPeriodRates(ref PeriodRef, rows []report.SummaryRow, rates *pricing.Table) {
 	b.AddPeriod(ref, rows)
-	if b.rates == nil {
-		b.rates = map[rateKey]*rateAcc{}
-	}
+	b.rated = true
 	day := DayOf(ref.Period.Start, b.loc)
 	for i := range rows {
 		r := &rows[i]
-		k := rateKey{r.AgencyID, r.Currency.Code, day, RateOf(rates, r.AgencyID, ref.Period.Start)}
-		a := b.rates[k]
+		acc := b.agencies[r.AgencyID]
+		bps := RateOf(rates, r.AgencyID, ref.Period.Start)
+		var a *rateEntry
+		for j := len(acc.rates) - 1; j >= 0; j-- {
+			if e := &acc.rates[j]; e.day == day && e.bps == bps && e.currency == r.Currency.Code {
+				a = e
+				break
+			}
+		}
 		if a == nil {
-			a = &rateAcc{first: ref.Period.Start, currency: r.Currency}
-			b.rates[k] = a
+			acc.rates = append(acc.rates, rateEntry{currency: r.Currency.Code, day: day, bps: bps, first: ref.Period.Start, cur: r.Currency})
+			a = &acc.rates[len(acc.rates)-1]
 		}
 		if ref.Period.Start.Before(a.first) {
 			a.first = ref.Period.Start
@@ -83,30 +86,25 @@ func (b *Builder) AddPeriodRates(ref PeriodRef, rows []report.SummaryRow, rates 
 	}
 }
 
-// rateLines sets each statement's Rates (byID by agency id).
-func (b *Builder) rateLines(byID map[string]*Agency) {
-	type entry struct {
-		k rateKey
-		a *rateAcc
+// rateLines returns the rate lines of one agency's statement (nil when
+// it has no rate rows).
+func (b *Builder) rateLines(acc *agencyAcc) []RateLine {
+	if len(acc.rates) == 0 {
+		return nil
 	}
-	per := map[string][]entry{}
-	for k, a := range b.rates {
-		per[k.agency] = append(per[k.agency], entry{k, a})
-	}
-	for id, es := range per {
-		slices.SortFunc(es, func(x, y entry) int {
-			return cmp.Or(cmp.Compare(x.k.currency, y.k.currency), cmp.Compare(x.k.day, y.k.day), x.a.first.Compare(y.a.first),
-				cmp.Compare(x.k.bps, y.k.bps))
-		})
-		var out []RateLine
-		for _, e := range es {
-			if n := len(out); n > 0 && out[n-1].Currency.Code == e.k.currency && out[n-1].BPS == e.k.bps {
-				l := &out[n-1]
-				l.To, l.Base, l.Commission = e.k.day, b.sum(l.Base, e.a.base), b.sum(l.Commission, e.a.comm)
-				continue
-			}
-			out = append(out, RateLine{Currency: e.a.currency, BPS: e.k.bps, From: e.k.day, To: e.k.day, Base: e.a.base, Commission: e.a.comm})
+	es := slices.Clone(acc.rates)
+	slices.SortFunc(es, func(x, y rateEntry) int {
+		return cmp.Or(cmp.Compare(x.currency, y.currency), cmp.Compare(x.day, y.day), x.first.Compare(y.first),
+			cmp.Compare(x.bps, y.bps))
+	})
+	var out []RateLine
+	for _, e := range es {
+		if n := len(out); n > 0 && out[n-1].Currency.Code == e.currency && out[n-1].BPS == e.bps {
+			l := &out[n-1]
+			l.To, l.Base, l.Commission = e.day, b.sum(l.Base, e.base), b.sum(l.Commission, e.comm)
+			continue
 		}
-		byID[id].Rates = out
+		out = append(out, RateLine{Currency: e.cur, BPS: e.bps, From: e.day, To: e.day, Base: e.base, Commission: e.comm})
 	}
+	return out
 }
