@@ -81,7 +81,7 @@ log: {level: info}
 	if err != nil {
 		return err
 	}
-	row := bigPeriodRow{Agencies: agencies, Tx: int64(p.num("transactions")), Objects: int64(p.num("objects_written")), Proc: p}
+	row := bigPeriodRow{Agencies: agencies, Tx: int64(p.num("transactions")), Objects: int64(p.num("objects_written") - p.num("statement_objects_written")), Proc: p}
 	if row.Tx != int64(agencies) {
 		return fmt.Errorf("bigperiod %d: billed %d transactions, want %d", agencies, row.Tx, agencies)
 	}

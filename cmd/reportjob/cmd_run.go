@@ -18,27 +18,30 @@ import (
 
 // runSummary is the JSON line `run` (and each scheduled run) ends with.
 type runSummary struct {
-	Command           string `json:"command"`
-	Job               string `json:"job"`
-	RunID             string `json:"run_id"`
-	Status            string `json:"status"` // ok | nothing_due | failed | lease_held | bad_usage | interrupted
-	Mode              string `json:"mode"`   // run | backfill | dry-run
-	PeriodsProcessed  int    `json:"periods_processed"`
-	PeriodsRemaining  int    `json:"periods_remaining"`
-	FirstPeriod       string `json:"first_period,omitempty"`
-	LastPeriod        string `json:"last_period,omitempty"`
-	Checkpoint        string `json:"checkpoint,omitempty"`
-	ItemsRead         int64  `json:"items_read"`
-	Transactions      int64  `json:"transactions"`
-	Duplicates        int64  `json:"duplicates_dropped"`
-	DuplicatesAcross  int64  `json:"duplicates_across_periods"`
-	Rejects           int64  `json:"rejects"`
-	Objects           int    `json:"objects_written"`
-	Rechecks          int    `json:"rechecks"`
-	RechecksRemaining int    `json:"rechecks_remaining"`
-	RechecksFailed    int    `json:"rechecks_failed,omitempty"` // still owed: the next run retries them
-	Restated          int    `json:"restated"`
-	LateItems         int64  `json:"late_items"`
+	Command          string `json:"command"`
+	Job              string `json:"job"`
+	RunID            string `json:"run_id"`
+	Status           string `json:"status"` // ok | nothing_due | failed | lease_held | bad_usage | interrupted
+	Mode             string `json:"mode"`   // run | backfill | dry-run
+	PeriodsProcessed int    `json:"periods_processed"`
+	PeriodsRemaining int    `json:"periods_remaining"`
+	FirstPeriod      string `json:"first_period,omitempty"`
+	LastPeriod       string `json:"last_period,omitempty"`
+	Checkpoint       string `json:"checkpoint,omitempty"`
+	ItemsRead        int64  `json:"items_read"`
+	Transactions     int64  `json:"transactions"`
+	Duplicates       int64  `json:"duplicates_dropped"`
+	DuplicatesAcross int64  `json:"duplicates_across_periods"`
+	Rejects          int64  `json:"rejects"`
+	Objects          int    `json:"objects_written"`
+	// StatementObjects is the part of Objects that the monthly closes
+	// uploaded (the rest are the periods').
+	StatementObjects  int   `json:"statement_objects_written,omitempty"`
+	Rechecks          int   `json:"rechecks"`
+	RechecksRemaining int   `json:"rechecks_remaining"`
+	RechecksFailed    int   `json:"rechecks_failed,omitempty"` // still owed: the next run retries them
+	Restated          int   `json:"restated"`
+	LateItems         int64 `json:"late_items"`
 	// The monthly closes of the run: at its start (what an interrupted
 	// command left) and at its end.
 	StatementsIssued       int `json:"statements_issued"`
@@ -134,7 +137,8 @@ func (c *cli) runOnce(ctx context.Context, opts job.RunOptions) (runSummary, err
 			sum.LateItems += max(pr.Manifest.ItemsRead-pr.Previous.ItemsRead, 0)
 		}
 	}
-	sum.Objects += res.Statements.Uploaded()
+	sum.StatementObjects = res.Statements.Uploaded()
+	sum.Objects += sum.StatementObjects
 	sum.StatementsIssued, sum.MonthsClosed, sum.PriorPeriodAdjustments = len(res.Statements.Months), res.Statements.Closed, res.Statements.Adjustments
 	sum.UnlistedAgencies = res.Statements.UnlistedAgencies
 	var held *checkpoint.HeldError
