@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/reportjob/reportjob/internal/item"
 	"github.com/reportjob/reportjob/internal/keys"
+	"github.com/reportjob/reportjob/internal/suggest"
 )
 
 // Record is one transaction as a producer sends it, in the JSON Lines form
@@ -263,37 +264,11 @@ func transaction(attrs map[string]item.Value, at time.Time, shards int) (item.Tr
 }
 
 // suggestField returns "; did you mean F?" for the known field closest to
-// name (at most 2 edits apart, ignoring case), or "".
+// name (at most 2 edits apart, ignoring case; of equals, the first in
+// sorted order), or "".
 func suggestField(name string) string {
-	best, bestDist := "", 3
-	for f := range knownFields {
-		if d := editDistance(strings.ToLower(name), f); d < bestDist || d == bestDist && f < best {
-			best, bestDist = f, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return "; did you mean " + best + "?"
+	return suggest.Hint(name, sortedFields)
 }
 
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+// sortedFields are knownFields' names, sorted.
+var sortedFields = slices.Sorted(maps.Keys(knownFields))
