@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -120,12 +119,12 @@ func (c *cli) statement(ctx context.Context, sum *statementSummary, month, agenc
 		}
 		sum.Closed = res.Closed > 0
 	}
-	dir, err := os.MkdirTemp("", "reportjob-statement-")
+	dir, err := j.Scratch("statement")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	rd := j.Reader(dir)
+	defer dir.Close()
+	rd := j.Reader(dir.Path)
 	if month == "" {
 		ms, err := rd.Months(ctx)
 		if err != nil {

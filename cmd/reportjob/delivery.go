@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"strings"
 	"time"
 
@@ -139,12 +138,12 @@ func (c *cli) deliverOnDemand(ctx context.Context, o delivery.Options) (delivery
 // deliver runs a delivery pass under the job's lease. Its failures never
 // change what the billing record says: the caller reports them.
 func (c *cli) deliver(ctx context.Context, st *store, b *bucket, j *job.Job, o delivery.Options) (delivery.Result, error) {
-	dir, err := os.MkdirTemp("", "reportjob-delivery-")
+	dir, err := j.Scratch("delivery")
 	if err != nil {
 		return delivery.Result{}, err
 	}
-	defer os.RemoveAll(dir)
-	p, err := c.newPass(ctx, st, b, j, dir)
+	defer dir.Close()
+	p, err := c.newPass(ctx, st, b, j, dir.Path)
 	if err != nil {
 		return delivery.Result{}, err
 	}

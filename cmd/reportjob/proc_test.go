@@ -237,7 +237,7 @@ func procWait(cmd *exec.Cmd, started time.Time) procOut {
 	if b, ok := cmd.Stdout.(*bytes.Buffer); ok {
 		out.stdout = b.String()
 	}
-	if b, ok := cmd.Stderr.(*bytes.Buffer); ok {
+	if b, ok := cmd.Stderr.(fmt.Stringer); ok { // a *bytes.Buffer or a watchedBuffer
 		out.stderr += b.String()
 	}
 	return out

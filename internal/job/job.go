@@ -448,6 +448,14 @@ func (r *runner) stop(ctx context.Context) {
 	}
 }
 
+// Scratch makes a scratch folder for work outside a run (a delivery pass,
+// reading a statement) beside the runs' own, under the same rule: it is
+// locked while this process lives, and a run on this host removes it once
+// its process is gone, however that process ended. The caller closes it.
+func (j *Job) Scratch(purpose string) (*scratch.Dir, error) {
+	return scratch.New(j.TempDir, j.Name, j.RunID+"-"+purpose)
+}
+
 func (r *runner) open() error {
 	if n, err := scratch.Sweep(r.j.TempDir, r.j.Name, r.j.Log); err != nil {
 		r.j.Log.Warn("sweep scratch folders", "err", err)
