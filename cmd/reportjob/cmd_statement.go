@@ -269,6 +269,9 @@ func (c *cli) statementSend(ctx context.Context, sum *statementSummary, month, a
 		if _, _, err := statement.Bounds(month, c.cfg.Statements.Location); err != nil {
 			return usagef("statement --month: %v", err)
 		}
+		if since := c.cfg.Delivery.Since; !resend && since != "" && month < since {
+			return usagef("statement --send --month %s: the month is before delivery.since (%s), whose months are never delivered: set delivery.since to %s or earlier to send it", month, since, month)
+		}
 	}
 	res, err := c.deliverOnDemand(ctx, delivery.Options{MailOnly: true, Month: month, Agency: agency, Resend: resend})
 	sum.Delivery = summarize(res, nil)

@@ -83,7 +83,7 @@ func (c *cli) loadDirectory(ctx context.Context) (*directory.Directory, error) {
 func (c *cli) newPass(ctx context.Context, st *store, b *bucket, j *job.Job, dir string) (*delivery.Pass, error) {
 	cfg := c.cfg
 	em := cfg.Delivery.Email
-	p := &delivery.Pass{Job: cfg.JobName, Email: em, Webhooks: cfg.Delivery.Webhooks, Statements: j.Reader(dir),
+	p := &delivery.Pass{Job: cfg.JobName, Since: cfg.Delivery.Since, Email: em, Webhooks: cfg.Delivery.Webhooks, Statements: j.Reader(dir),
 		Objects: objects{b}, Outbox: st.outbox, Getenv: func(k string) string { return getenv(c.env, k) },
 		Issuer: cfg.Statements.Issuer.LegalName, Contact: cfg.Statements.Issuer.Contact,
 		Instructions: cfg.Statements.Issuer.PaymentInstructions, TermsDays: cfg.Statements.Issuer.PaymentTermsDays, Clock: j.Now, Log: c.log}

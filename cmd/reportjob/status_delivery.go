@@ -13,7 +13,9 @@ import (
 type statusDelivery struct {
 	Pending int             `json:"pending"`
 	Failing []statusFailing `json:"failing"`
-	Note    string          `json:"note,omitempty"`
+	// Since is delivery.since: the months before it are never delivered.
+	Since string `json:"since,omitempty"`
+	Note  string `json:"note,omitempty"`
 }
 
 // statusFailing is a delivery whose last attempt failed.
@@ -27,7 +29,7 @@ type statusFailing struct {
 }
 
 func (c *cli) statusDelivery(ctx context.Context, st *store) *statusDelivery {
-	d := &statusDelivery{Failing: []statusFailing{}}
+	d := &statusDelivery{Failing: []statusFailing{}, Since: c.cfg.Delivery.Since}
 	pending, err := st.outbox.Pending(ctx, c.cfg.JobName)
 	if err != nil {
 		d.Note = "outbox unreadable: " + err.Error()
@@ -54,7 +56,11 @@ func printStatusDelivery(w io.Writer, d *statusDelivery) {
 		fmt.Fprintf(w, "delivery:     %s\n", d.Note)
 		return
 	}
-	fmt.Fprintf(w, "delivery:     %d pending, %d failing\n", d.Pending, len(d.Failing))
+	since := ""
+	if d.Since != "" {
+		since = " (months from " + d.Since + " on; earlier ones are never delivered)"
+	}
+	fmt.Fprintf(w, "delivery:     %d pending, %d failing%s\n", d.Pending, len(d.Failing), since)
 	for _, f := range d.Failing {
 		fmt.Fprintf(w, "              %s %s: %d attempt(s), next at %s: %s\n", f.Kind, f.Target, f.Attempts, f.NextAttempt, f.LastError)
 	}

@@ -210,6 +210,7 @@ var configKeys = []struct {
 	// through viper, which lower-cases keys and splits them at dots; agency
 	// ids are case-sensitive and may contain dots. It has no environment
 	// override: REPORTJOB_COMMISSION_AGENCIES is an error.
+	{"delivery.since", ""},
 	{"delivery.email.host", ""},
 	{"delivery.email.port", "587"},
 	{"delivery.email.tls", "starttls"},

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -32,12 +33,20 @@ const (
 // EventTypes are the events a webhook endpoint can ask for.
 var EventTypes = []string{"period.delivered", "period.restated", "statement.final", "month.closed"}
 
+// sinceLayout is delivery.since's layout: a statement month.
+const sinceLayout = "2006-01"
+
 // emailAttachments are the statement files delivery.email.attach takes.
 var emailAttachments = []string{"pdf", "csv"}
 
 // Delivery is delivery.*: e-mail of final statements and signed events
 // (docs/delivery.md).
 type Delivery struct {
+	// Since is the first statement month delivered (YYYY-MM, in
+	// statements.timezone): the months before it are neither e-mailed nor
+	// announced. "" delivers every month. It lets a job with history turn
+	// delivery on without sending its past.
+	Since string
 	Email Email
 	// Webhooks are the event endpoints, never nil; empty for none.
 	Webhooks []Webhook
@@ -123,6 +132,13 @@ func IsLoopback(host string) bool {
 }
 
 func (d *decoder) decodeDelivery(c *Config) {
+	if since := d.str("delivery.since"); since != "" {
+		if t, err := time.Parse(sinceLayout, since); err != nil || t.Format(sinceLayout) != since {
+			d.fail("delivery.since", since, "must be a statement month YYYY-MM, the first one delivered (e.g. 2026-11), or empty for every month")
+		} else {
+			c.Delivery.Since = since
+		}
+	}
 	e := &c.Delivery.Email
 	e.Host = d.str("delivery.email.host")
 	e.Port = d.int("delivery.email.port", 1, 65535)

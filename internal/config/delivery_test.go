@@ -59,6 +59,10 @@ delivery:
 		{"unknown event", `delivery: {webhooks: [{url: "https://b.example.com/h", secret_env: S, events: [invoice.paid]}]}`, []string{"S=x"}, `delivery.webhooks[0].events "[invoice.paid]"`},
 		{"no events", `delivery: {webhooks: [{url: "https://b.example.com/h", secret_env: S}]}`, []string{"S=x"}, `delivery.webhooks[0].events "[]"`},
 		{"twice", `delivery: {webhooks: [{url: "https://b.example.com/h", secret_env: S, events: [month.closed]}, {url: "https://b.example.com/h", secret_env: S, events: [month.closed]}]}`, []string{"S=x"}, `delivery.webhooks[1].url`},
+		{"since", `delivery: {since: "2026-11"}`, nil, ""},
+		{"since not a month", `delivery: {since: "2026-1"}`, nil, `delivery.since "2026-1" (config.yaml:1): must be a statement month YYYY-MM`},
+		{"since a day", `delivery: {since: "2026-11-01"}`, nil, `delivery.since "2026-11-01"`},
+		{"since month 13", ``, []string{"REPORTJOB_DELIVERY_SINCE=2026-13"}, `delivery.since "2026-13"`},
 		{"webhooks from env", ``, []string{"REPORTJOB_DELIVERY_WEBHOOKS=x"}, `REPORTJOB_DELIVERY_WEBHOOKS`},
 	} {
 		_, err := Parse([]byte(tt.yaml), "config.yaml", tt.env)

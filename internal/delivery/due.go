@@ -298,13 +298,15 @@ func attachments(files []report.FileInfo, attach []string) []report.FileInfo {
 	return out
 }
 
-// enqueueDue derives the deliveries of every month not marked done and
-// enqueues those the outbox lacks; a final month is then marked done.
+// enqueueDue derives the deliveries of every month not marked done (from
+// Since on) and enqueues those the outbox lacks; a final month is then
+// marked done.
 func (p *Pass) enqueueDue(ctx context.Context, h Holder) (int, error) {
 	months, err := p.Statements.Months(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("deliveries: list months: %w", err)
 	}
+	months = slices.DeleteFunc(months, p.before)
 	var marks []string
 	for _, m := range months {
 		marks = append(marks, markID(m))
@@ -329,6 +331,10 @@ func (p *Pass) enqueueDue(ctx context.Context, h Holder) (int, error) {
 	}
 	return added, errors.Join(errs...)
 }
+
+// before reports whether month m comes before Since: it is never
+// delivered. (Months are YYYY-MM: their order is the strings'.)
+func (p *Pass) before(m string) bool { return p.Since != "" && m < p.Since }
 
 // enqueueMonth enqueues the deliveries of month m, and marks a final one
 // done.

@@ -65,7 +65,11 @@ type Holder interface {
 
 // Pass is one delivery pass of a job.
 type Pass struct {
-	Job        string
+	Job string
+	// Since is the first statement month delivered (delivery.since): the
+	// months before it are not derived, so nothing of them is enqueued
+	// or sent. "" derives every month.
+	Since      string
 	Email      config.Email
 	Webhooks   []config.Webhook
 	Statements Statements

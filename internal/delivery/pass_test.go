@@ -209,3 +209,19 @@ func TestUnreadableMonthBlocksNoOther(t *testing.T) {
 		t.Errorf("with an unreadable month: %d mails, %d events sent; want March's all", len(ml.sent), len(po.ids))
 	}
 }
+
+// TestSince: the months before delivery.since are neither enqueued nor
+// sent, and stay so while it is set; moving it back delivers them then.
+func TestSince(t *testing.T) {
+	p, h, ml, po := setup(t)
+	p.Since = "2026-04"
+	res, err := p.Run(t.Context(), h, Options{})
+	if err != nil || res.Enqueued != 0 || len(ml.sent) != 0 || len(po.ids) != 0 || res.Pending != 0 {
+		t.Fatalf("March before since 2026-04: %+v, %v; %d mails, %d events", res, err, len(ml.sent), len(po.ids))
+	}
+	p.Since = "2026-03"
+	res, err = p.Run(t.Context(), h, Options{})
+	if err != nil || res.MailSent != 1 || res.EventsSent != 5 {
+		t.Fatalf("since moved back to 2026-03: %+v, %v", res, err)
+	}
+}
