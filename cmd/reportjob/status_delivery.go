@@ -48,6 +48,10 @@ func (c *cli) statusDelivery(ctx context.Context, st *store) *statusDelivery {
 	return d
 }
 
+// maxFailingShown is how many failing deliveries status prints (a month
+// of agencies without an address can be thousands).
+const maxFailingShown = 20
+
 func printStatusDelivery(w io.Writer, d *statusDelivery) {
 	if d == nil {
 		return
@@ -61,7 +65,11 @@ func printStatusDelivery(w io.Writer, d *statusDelivery) {
 		since = " (months from " + d.Since + " on; earlier ones are never delivered)"
 	}
 	fmt.Fprintf(w, "delivery:     %d pending, %d failing%s\n", d.Pending, len(d.Failing), since)
-	for _, f := range d.Failing {
+	for i, f := range d.Failing {
+		if i == maxFailingShown {
+			fmt.Fprintf(w, "              ... and %d more (status --json lists them all)\n", len(d.Failing)-i)
+			break
+		}
 		fmt.Fprintf(w, "              %s %s: %d attempt(s), next at %s: %s\n", f.Kind, f.Target, f.Attempts, f.NextAttempt, f.LastError)
 	}
 }

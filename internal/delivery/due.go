@@ -24,6 +24,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/reportjob/reportjob/internal/config"
 	"github.com/reportjob/reportjob/internal/monthclose"
 	"github.com/reportjob/reportjob/internal/outbox"
 	"github.com/reportjob/reportjob/internal/report"
@@ -135,12 +136,16 @@ func MailID(month, agency string, revision int) string {
 
 func markID(month string) string { return "mark/month/" + month }
 
-// derive returns the deliveries month statement s implies.
-func (p *Pass) derive(s *monthclose.Statement) ([]outbox.Entry, error) {
+// derive calls emit with each delivery month statement s implies, in
+// turn (a month of 100,000 agencies implies as many e-mails and events
+// per endpoint: they are never all held at once).
+func (p *Pass) derive(s *monthclose.Statement, emit func(outbox.Entry) error) error {
 	m := s.Manifest
 	at := m.GeneratedAt.UTC()
-	var out []outbox.Entry
 	event := func(typ, subject string, data any) error {
+		if !slices.ContainsFunc(p.Webhooks, func(ep config.Webhook) bool { return ep.Wants(typ) }) {
+			return nil
+		}
 		body, err := json.Marshal(Event{Type: typ, Timestamp: at, Data: data})
 		if err != nil {
 			return err
@@ -148,7 +153,9 @@ func (p *Pass) derive(s *monthclose.Statement) ([]outbox.Entry, error) {
 		id := EventID(p.Job, typ, subject)
 		for _, ep := range p.Webhooks {
 			if ep.Wants(typ) {
-				out = append(out, outbox.Entry{ID: "event/" + id + "/" + ep.ID, Kind: outbox.KindEvent, Target: ep.ID, At: at, Payload: body})
+				if err := emit(outbox.Entry{ID: "event/" + id + "/" + ep.ID, Kind: outbox.KindEvent, Target: ep.ID, At: at, Payload: body}); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -156,11 +163,11 @@ func (p *Pass) derive(s *monthclose.Statement) ([]outbox.Entry, error) {
 	for _, pe := range m.Periods {
 		d := PeriodData{Job: p.Job, PeriodStart: pe.Start.UTC(), PeriodEnd: pe.End.UTC(), Revision: pe.Revision, Manifest: pe.Key, Digest: pe.Digest, Month: m.Month}
 		if err := event(PeriodDelivered, pe.Start.UTC().Format(time.RFC3339), d); err != nil {
-			return nil, err
+			return err
 		}
 		if pe.Revision > 1 {
 			if err := event(PeriodRestated, fmt.Sprintf("%s#%d", pe.Start.UTC().Format(time.RFC3339), pe.Revision), d); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
@@ -168,7 +175,7 @@ func (p *Pass) derive(s *monthclose.Statement) ([]outbox.Entry, error) {
 		d := PeriodData{Job: p.Job, PeriodStart: a.PeriodStart.UTC(), PeriodEnd: a.PeriodEnd.UTC(), Revision: a.ToRevision, Manifest: a.Key,
 			Digest: a.Digest, Month: m.Month, FromRevision: a.FromRevision, Reason: a.Reason, Adjustments: a.Commission}
 		if err := event(PeriodRestated, fmt.Sprintf("%s#%d", a.PeriodStart.UTC().Format(time.RFC3339), a.ToRevision), d); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	agencies := agencyTotals(s)
@@ -181,13 +188,13 @@ func (p *Pass) derive(s *monthclose.Statement) ([]outbox.Entry, error) {
 			d := StatementData{Job: p.Job, Month: m.Month, AgencyID: ag.id, Number: p.number(m, ag.id), StatementRevision: ag.revision,
 				Totals: ag.totals, Objects: agencyFiles(m, ag.id)}
 			if err := event(StatementFinal, m.Month+"/"+ag.id, d); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		d := MonthData{Job: p.Job, Month: m.Month, Timezone: m.Timezone, StatementRevision: m.StatementRevision, Reason: m.Reason,
 			Agencies: len(agencies), Totals: m.Totals, Manifest: report.MonthManifestKey(m.Month)}
 		if err := event(MonthClosed, m.Month, d); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if p.Email.Enabled() && (m.Final() || p.Email.Drafts) {
@@ -197,12 +204,14 @@ func (p *Pass) derive(s *monthclose.Statement) ([]outbox.Entry, error) {
 			document(m, ag.id, &d)
 			body, err := json.Marshal(d)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			out = append(out, outbox.Entry{ID: MailID(m.Month, ag.id, ag.revision), Kind: outbox.KindMail, Target: ag.id, At: at, Payload: body})
+			if err := emit(outbox.Entry{ID: MailID(m.Month, ag.id, ag.revision), Kind: outbox.KindMail, Target: ag.id, At: at, Payload: body}); err != nil {
+				return err
+			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // number is the statement number of agency in m ("" in a month published
@@ -336,6 +345,9 @@ func (p *Pass) enqueueDue(ctx context.Context, h Holder) (int, error) {
 // delivered. (Months are YYYY-MM: their order is the strings'.)
 func (p *Pass) before(m string) bool { return p.Since != "" && m < p.Since }
 
+// enqueuePage is how many deliveries are enqueued at a time.
+const enqueuePage = 1000
+
 // enqueueMonth enqueues the deliveries of month m, and marks a final one
 // done.
 func (p *Pass) enqueueMonth(ctx context.Context, h Holder, m string) (int, error) {
@@ -343,18 +355,34 @@ func (p *Pass) enqueueMonth(ctx context.Context, h Holder, m string) (int, error
 	if err != nil {
 		return 0, fmt.Errorf("deliveries: read statements of %s: %w", m, err)
 	}
-	es, err := p.derive(s)
-	if err != nil {
-		return 0, fmt.Errorf("deliveries of %s: %w", m, err)
-	}
 	now := p.now()
-	if s.Manifest.Final() {
-		es = append(es, outbox.Entry{ID: markID(m), Kind: outbox.KindMark, At: now, Sent: now})
+	n := 0
+	var batch []outbox.Entry
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		k, err := p.Outbox.Enqueue(ctx, p.Job, h.Lease(), now, batch)
+		n += k
+		batch = batch[:0]
+		return err
 	}
-	// The mark goes last: Enqueue writes in order, so a crash between
-	// writes leaves the month unmarked and derived again.
-	n, err := p.Outbox.Enqueue(ctx, p.Job, h.Lease(), now, es)
+	err = p.derive(s, func(e outbox.Entry) error {
+		if batch = append(batch, e); len(batch) == enqueuePage {
+			return flush()
+		}
+		return nil
+	})
 	if err != nil {
+		return n, fmt.Errorf("deliveries of %s: %w", m, err)
+	}
+	// The mark goes last: the batches are enqueued in order, each in
+	// order, so a crash between writes leaves the month unmarked and
+	// derived again.
+	if s.Manifest.Final() {
+		batch = append(batch, outbox.Entry{ID: markID(m), Kind: outbox.KindMark, At: now, Sent: now})
+	}
+	if err := flush(); err != nil {
 		return n, fmt.Errorf("deliveries of %s: %w", m, err)
 	}
 	if s.Manifest.Final() && n > 0 {

@@ -155,6 +155,7 @@ func (p *Pass) Run(ctx context.Context, h Holder, o Options) (Result, error) {
 		return res, deriveErr
 	}
 	var todo []outbox.Entry
+	fromPending := !o.Resend && o.ReplaySince.IsZero()
 	switch {
 	case o.Resend:
 		prefix := "mail/" + o.Month + "/"
@@ -197,9 +198,25 @@ func (p *Pass) Run(ctx context.Context, h Holder, o Options) (Result, error) {
 			}
 		}
 	}
-	for _, e := range todo {
+	// Pending has no payloads: each page of them is read whole before it
+	// is sent, so that a month of 100,000 agencies is never held at once.
+	page := map[string]outbox.Entry{}
+	for i, e := range todo {
 		if err := h.Check(); err != nil {
 			return res, fmt.Errorf("deliveries: %w", err)
+		}
+		if fromPending {
+			if i%sendPage == 0 {
+				var err error
+				if page, err = p.Outbox.Get(ctx, p.Job, ids(todo[i:min(i+sendPage, len(todo))])); err != nil {
+					return res, fmt.Errorf("deliveries: %w", err)
+				}
+			}
+			full, ok := page[e.ID]
+			if !ok {
+				return res, fmt.Errorf("deliveries: %w: %s", outbox.ErrNotFound, e.ID)
+			}
+			e = full
 		}
 		resend := !e.Sent.IsZero()
 		crashBeforeSend()
@@ -254,6 +271,17 @@ func (p *Pass) Run(ctx context.Context, h Holder, o Options) (Result, error) {
 		}
 	}
 	return res, deriveErr
+}
+
+// sendPage is how many pending deliveries are read whole at a time.
+const sendPage = 100
+
+func ids(es []outbox.Entry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
 }
 
 // latestRevisions keeps, per agency, the mail of the latest statement

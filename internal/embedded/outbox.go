@@ -20,6 +20,13 @@ var _ outbox.Store = (*Store)(nil)
 // JSON (outboxRecord). Times are RFC 3339 UTC with milliseconds.
 var bucketOutbox = []byte("outbox")
 
+// bucketOutboxPending indexes what is pending: one nested bucket per job,
+// entry id -> nothing, for each entry not sent yet; so that Pending reads
+// what is pending, not the whole outbox. A job's index is made by its
+// first outbox write (from the outbox as it is, for a file written before
+// the index); until then Pending reads the whole outbox.
+var bucketOutboxPending = []byte("outbox-pending")
+
 type outboxRecord struct {
 	Kind        string `json:"kind"`
 	Target      string `json:"target,omitempty"`
@@ -81,6 +88,41 @@ func outboxBucket(tx *bolt.Tx, job string) (*bolt.Bucket, error) {
 	return b.CreateBucketIfNotExists([]byte(job))
 }
 
+// pendingIndex returns job's pending index, made from the outbox ob when
+// it does not exist yet.
+func pendingIndex(tx *bolt.Tx, job string, ob *bolt.Bucket) (*bolt.Bucket, error) {
+	root, err := tx.CreateBucketIfNotExists(bucketOutboxPending)
+	if err != nil {
+		return nil, err
+	}
+	if p := root.Bucket([]byte(job)); p != nil {
+		return p, nil
+	}
+	p, err := root.CreateBucket([]byte(job))
+	if err != nil {
+		return nil, err
+	}
+	err = ob.ForEach(func(k, v []byte) error {
+		var r outboxRecord
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("stored outbox entry %s: %w", k, err)
+		}
+		if r.Sent == "" {
+			return p.Put(bytes.Clone(k), nil)
+		}
+		return nil
+	})
+	return p, err
+}
+
+// index puts e's id in the pending index p, or takes it out once sent.
+func index(p *bolt.Bucket, e outbox.Entry) error {
+	if e.Sent.IsZero() {
+		return p.Put([]byte(e.ID), []byte{})
+	}
+	return p.Delete([]byte(e.ID))
+}
+
 // Enqueue implements outbox.Store.
 func (s *Store) Enqueue(ctx context.Context, job string, l checkpoint.Lease, now time.Time, es []outbox.Entry) (int, error) {
 	for _, e := range es {
@@ -95,6 +137,10 @@ func (s *Store) Enqueue(ctx context.Context, job string, l checkpoint.Lease, now
 		if err != nil {
 			return err
 		}
+		p, err := pendingIndex(tx, job, b)
+		if err != nil {
+			return err
+		}
 		for _, e := range es {
 			if b.Get([]byte(e.ID)) != nil {
 				continue
@@ -104,6 +150,9 @@ func (s *Store) Enqueue(ctx context.Context, job string, l checkpoint.Lease, now
 				return err
 			}
 			if err := b.Put([]byte(e.ID), v); err != nil {
+				return err
+			}
+			if err := index(p, e); err != nil {
 				return err
 			}
 			added++
@@ -140,7 +189,14 @@ func (s *Store) Record(ctx context.Context, job string, l checkpoint.Lease, now 
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(e.ID), nv)
+		if err := b.Put([]byte(e.ID), nv); err != nil {
+			return err
+		}
+		p, err := pendingIndex(tx, job, b)
+		if err != nil {
+			return err
+		}
+		return index(p, e)
 	})
 	if err != nil {
 		return fmt.Errorf("record delivery %s of job %q: %w", e.ID, job, err)
@@ -148,9 +204,47 @@ func (s *Store) Record(ctx context.Context, job string, l checkpoint.Lease, now 
 	return nil
 }
 
-// Pending implements outbox.Store.
+// Pending implements outbox.Store: from the pending index, or, for a job
+// whose outbox was written before the index, from the whole outbox.
 func (s *Store) Pending(ctx context.Context, job string) ([]outbox.Entry, error) {
-	return s.outboxList(ctx, job, func(e outbox.Entry) bool { return e.Sent.IsZero() })
+	var out []outbox.Entry
+	indexed := false
+	err := s.view(ctx, job, func(tx *bolt.Tx) error {
+		pr, ob := tx.Bucket(bucketOutboxPending), tx.Bucket(bucketOutbox)
+		if pr == nil || pr.Bucket([]byte(job)) == nil || ob == nil || ob.Bucket([]byte(job)) == nil {
+			return nil
+		}
+		indexed = true
+		b := ob.Bucket([]byte(job))
+		return pr.Bucket([]byte(job)).ForEach(func(k, _ []byte) error {
+			v := b.Get(k)
+			if v == nil {
+				return fmt.Errorf("pending outbox entry %s: not in the outbox", k)
+			}
+			var r outboxRecord
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("stored outbox entry %s: %w", k, err)
+			}
+			r.Payload = nil // Get reads it
+			e, err := r.entry(string(k))
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
+	}
+	if indexed {
+		return out, nil
+	}
+	out, err = s.outboxList(ctx, job, func(e outbox.Entry) bool { return e.Sent.IsZero() })
+	for i := range out {
+		out[i].Payload = nil
+	}
+	return out, err
 }
 
 // Since implements outbox.Store.

@@ -99,7 +99,9 @@ type Store interface {
 	Enqueue(ctx context.Context, job string, l checkpoint.Lease, now time.Time, es []Entry) (int, error)
 	// Get returns the entries of ids the outbox holds, by ID.
 	Get(ctx context.Context, job string, ids []string) (map[string]Entry, error)
-	// Pending returns the entries not sent yet, in ID order.
+	// Pending returns the entries not sent yet, in ID order, without
+	// their Payload (Get reads it): what is pending can be a month of
+	// 100,000 agencies, and only its state is needed to choose.
 	Pending(ctx context.Context, job string) ([]Entry, error)
 	// Since returns every entry (sent or not) whose At is at or after t,
 	// in ID order.

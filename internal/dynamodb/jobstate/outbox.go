@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"slices"
 	"strconv"
@@ -22,20 +23,53 @@ import (
 var _ outbox.Store = (*State)(nil)
 
 // The outbox (package outbox) lives in the state table too, in items of
-// its own, so that the job item's size does not grow with it:
+// its own, so that the job item's size does not grow with it. The ids of
+// what is pending, and those of each month, are spread over index items by
+// a hash of the id, so that none grows past DynamoDB's 400 KB item limit
+// with the outbox (a final month of 100,000 agencies enqueues 100,000
+// e-mails and as many events per endpoint):
 //
-//	job "<job>#outbox"             pending SS  ids not sent yet
-//	                               months  SS  the months (UTC "2026-04") of
-//	                                           the entries' at
-//	job "<job>#outbox#m#<YYYY-MM>" ids     SS  the entries whose at is in
-//	                                           that month (for Since)
-//	job "<job>#outbox#e#<id>"      kind S, target S, at N, payload B,
-//	                               attempts N, next_attempt N, last_error S,
-//	                               sent N, resends N (absent when zero)
+//	job "<job>#outbox"                  months  SS  the months (UTC "2026-04")
+//	                                                of the entries' at
+//	job "<job>#outbox#p#<b>"            pending SS  ids not sent yet whose
+//	                                                bucketOf is b
+//	job "<job>#outbox#m#<YYYY-MM>#<b>"  ids     SS  the entries whose at is in
+//	                                                that month and whose
+//	                                                bucketOf is b (Since)
+//	job "<job>#outbox#e#<id>"           kind S, target S, at N, payload B,
+//	                                    attempts N, next_attempt N, last_error S,
+//	                                    sent N, resends N (absent when zero)
+//
+// Before the buckets (a state table written by an earlier version) the
+// ids were in one set each: "pending" in "<job>#outbox" and "ids" in
+// "<job>#outbox#m#<YYYY-MM>". Those are still read, and a sent entry is
+// deleted from them too; nothing new is added to them.
 //
 // Every write is one TransactWriteItems whose first action is the lease's
 // ConditionCheck on the job item: fenced like every state write.
-const enqueueChunk = 30 // entries per transaction: 1 + 30 + 1 + up to 30 month items <= 100 actions
+const enqueueChunk = 30 // entries per transaction: 1 + 30 + 30 pending buckets + 30 month buckets + 1 <= 100 actions
+
+// indexBuckets is how many index items the pending ids, and each month's
+// ids, are spread over: the most one month enqueues (100,000 agencies,
+// e-mail and two endpoints: 300,000 ids, each at most 256 bytes with the
+// longest agency ids) is 150 KB per bucket, and a backlog of a few such
+// months still fits. Pending reads them all (6 BatchGetItem), Since all of
+// each month from its start.
+const indexBuckets = 512
+
+func bucketOf(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % indexBuckets)
+}
+
+func pendingKey(job string, b int) map[string]types.AttributeValue {
+	return outboxKey(job, "#p#"+strconv.Itoa(b))
+}
+
+func outboxMonthKey(job, month string, b int) map[string]types.AttributeValue {
+	return outboxKey(job, "#m#"+month+"#"+strconv.Itoa(b))
+}
 
 func outboxKey(job, suffix string) map[string]types.AttributeValue {
 	return attr.JobKey(job + "#outbox" + suffix)
@@ -118,7 +152,7 @@ func (s *State) Enqueue(ctx context.Context, job string, l checkpoint.Lease, now
 	for _, e := range es {
 		ids = append(ids, e.ID)
 	}
-	have, err := s.getEntries(ctx, job, ids)
+	have, err := s.getEntries(ctx, job, ids, false)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue deliveries of job %q: %w", job, err)
 	}
@@ -132,26 +166,34 @@ func (s *State) Enqueue(ctx context.Context, job string, l checkpoint.Lease, now
 	}
 	for chunk := range slices.Chunk(fresh, enqueueChunk) {
 		var items []types.TransactWriteItem
-		byMonth := map[string][]string{}
-		var pending []string
+		byMonth := map[string]map[int][]string{} // month -> bucket -> ids
+		pending := map[int][]string{}            // bucket -> ids
 		for _, e := range chunk {
 			items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: entryItem(job, e)}})
-			m := e.At.UTC().Format("2006-01")
-			byMonth[m] = append(byMonth[m], e.ID)
+			m, b := e.At.UTC().Format("2006-01"), bucketOf(e.ID)
+			if byMonth[m] == nil {
+				byMonth[m] = map[int][]string{}
+			}
+			byMonth[m][b] = append(byMonth[m][b], e.ID)
 			if e.Sent.IsZero() {
-				pending = append(pending, e.ID)
+				pending[b] = append(pending[b], e.ID)
 			}
 		}
-		months := slices.Sorted(maps.Keys(byMonth))
-		idx, vals := "ADD months :m", map[string]types.AttributeValue{":m": ss(months...)}
-		if len(pending) > 0 {
-			idx, vals[":p"] = "ADD pending :p, months :m", ss(pending...)
+		add := func(key map[string]types.AttributeValue, attrName string, ids []string) {
+			items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.table), Key: key,
+				UpdateExpression:          aws.String("ADD #a :v"),
+				ExpressionAttributeNames:  map[string]string{"#a": attrName},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":v": ss(ids...)}}})
 		}
-		items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.table), Key: outboxKey(job, ""),
-			UpdateExpression: aws.String(idx), ExpressionAttributeValues: vals}})
+		months := slices.Sorted(maps.Keys(byMonth))
+		add(outboxKey(job, ""), "months", months)
+		for _, b := range slices.Sorted(maps.Keys(pending)) {
+			add(pendingKey(job, b), "pending", pending[b])
+		}
 		for _, m := range months {
-			items = append(items, types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.table), Key: outboxKey(job, "#m#"+m),
-				UpdateExpression: aws.String("ADD ids :i"), ExpressionAttributeValues: map[string]types.AttributeValue{":i": ss(byMonth[m]...)}}})
+			for _, b := range slices.Sorted(maps.Keys(byMonth[m])) {
+				add(outboxMonthKey(job, m, b), "ids", byMonth[m][b])
+			}
 		}
 		if err := s.fencedTransact(ctx, job, l, now, items); err != nil {
 			return 0, fmt.Errorf("enqueue deliveries of job %q: %w", job, err)
@@ -168,7 +210,7 @@ func (s *State) Record(ctx context.Context, job string, l checkpoint.Lease, now 
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("record delivery: %w", err)
 	}
-	have, err := s.getEntries(ctx, job, []string{e.ID})
+	have, err := s.getEntries(ctx, job, []string{e.ID}, false)
 	if err != nil {
 		return fmt.Errorf("record delivery %s of job %q: %w", e.ID, job, err)
 	}
@@ -195,12 +237,16 @@ func (s *State) Record(ctx context.Context, job string, l checkpoint.Lease, now 
 	if len(vals) > 0 {
 		up.ExpressionAttributeValues = vals
 	}
-	idx := "ADD pending :p"
-	if !e.Sent.IsZero() {
-		idx = "DELETE pending :p"
+	// A sent entry leaves the pending set of its bucket (and the one set
+	// of an earlier version's table, if it is there); any other stays.
+	idx := func(key map[string]types.AttributeValue, op string) types.TransactWriteItem {
+		return types.TransactWriteItem{Update: &types.Update{TableName: aws.String(s.table), Key: key,
+			UpdateExpression: aws.String(op + " pending :p"), ExpressionAttributeValues: map[string]types.AttributeValue{":p": ss(e.ID)}}}
 	}
-	items := []types.TransactWriteItem{{Update: up}, {Update: &types.Update{TableName: aws.String(s.table), Key: outboxKey(job, ""),
-		UpdateExpression: aws.String(idx), ExpressionAttributeValues: map[string]types.AttributeValue{":p": ss(e.ID)}}}}
+	items := []types.TransactWriteItem{{Update: up}, idx(pendingKey(job, bucketOf(e.ID)), "ADD")}
+	if !e.Sent.IsZero() {
+		items = []types.TransactWriteItem{{Update: up}, idx(pendingKey(job, bucketOf(e.ID)), "DELETE"), idx(outboxKey(job, ""), "DELETE")}
+	}
 	if err := s.fencedTransact(ctx, job, l, now, items); err != nil {
 		return fmt.Errorf("record delivery %s of job %q: %w", e.ID, job, err)
 	}
@@ -212,7 +258,7 @@ func (s *State) Get(ctx context.Context, job string, ids []string) (map[string]o
 	if err := checkJob(job); err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
-	es, err := s.getEntries(ctx, job, ids)
+	es, err := s.getEntries(ctx, job, ids, true)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
 	}
@@ -221,11 +267,19 @@ func (s *State) Get(ctx context.Context, job string, ids []string) (map[string]o
 
 // Pending implements outbox.Store.
 func (s *State) Pending(ctx context.Context, job string) ([]outbox.Entry, error) {
-	idx, err := s.getItem(ctx, outboxKey(job, ""))
+	root, err := s.getItem(ctx, outboxKey(job, ""))
 	if err != nil {
 		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
 	}
-	es, err := s.getEntries(ctx, job, setOf(idx["pending"]))
+	keys := make([]map[string]types.AttributeValue, indexBuckets)
+	for b := range keys {
+		keys[b] = pendingKey(job, b)
+	}
+	ids, err := s.getSets(ctx, keys, "pending")
+	if err != nil {
+		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
+	}
+	es, err := s.getEntries(ctx, job, append(ids, setOf(root["pending"])...), false)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
 	}
@@ -234,28 +288,42 @@ func (s *State) Pending(ctx context.Context, job string) ([]outbox.Entry, error)
 
 // Since implements outbox.Store.
 func (s *State) Since(ctx context.Context, job string, t time.Time) ([]outbox.Entry, error) {
-	idx, err := s.getItem(ctx, outboxKey(job, ""))
+	root, err := s.getItem(ctx, outboxKey(job, ""))
 	if err != nil {
 		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
 	}
 	from := t.UTC().Format("2006-01")
-	var ids []string
-	for _, m := range setOf(idx["months"]) {
+	var keys []map[string]types.AttributeValue
+	for _, m := range setOf(root["months"]) {
 		if m < from {
 			continue
 		}
-		it, err := s.getItem(ctx, outboxKey(job, "#m#"+m))
-		if err != nil {
-			return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
+		keys = append(keys, outboxKey(job, "#m#"+m)) // an earlier version's one set
+		for b := range indexBuckets {
+			keys = append(keys, outboxMonthKey(job, m, b))
 		}
-		ids = append(ids, setOf(it["ids"])...)
 	}
-	es, err := s.getEntries(ctx, job, ids)
+	ids, err := s.getSets(ctx, keys, "ids")
+	if err != nil {
+		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
+	}
+	es, err := s.getEntries(ctx, job, ids, true)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
 	}
 	tm := time.UnixMilli(t.UnixMilli())
 	return sorted(es, func(e outbox.Entry) bool { return !e.At.Before(tm) }), nil
+}
+
+// getSets returns the members of the string set attrName of the items of
+// keys that exist.
+func (s *State) getSets(ctx context.Context, keys []map[string]types.AttributeValue, attrName string) ([]string, error) {
+	var out []string
+	err := s.batchGet(ctx, keys, map[string]string{"#a": attrName}, func(it map[string]types.AttributeValue) error {
+		out = append(out, setOf(it[attrName])...)
+		return nil
+	})
+	return out, err
 }
 
 func sorted(es map[string]outbox.Entry, keep func(outbox.Entry) bool) []outbox.Entry {
@@ -283,48 +351,79 @@ func (s *State) getItem(ctx context.Context, key map[string]types.AttributeValue
 	return out.Item, nil
 }
 
-// getEntries reads the entries of ids that exist (strongly consistent
-// BatchGetItem, 100 keys at a time, unprocessed keys retried).
-func (s *State) getEntries(ctx context.Context, job string, ids []string) (map[string]outbox.Entry, error) {
+// entryAttrs are the attributes of an entry but its payload.
+var entryAttrs = map[string]string{"#k": "kind", "#t": "target", "#at": "at", "#n": "attempts", "#na": "next_attempt",
+	"#le": "last_error", "#s": "sent", "#r": "resends"}
+
+// getEntries reads the entries of ids that exist, with their payloads
+// when withPayload.
+func (s *State) getEntries(ctx context.Context, job string, ids []string, withPayload bool) (map[string]outbox.Entry, error) {
 	out := map[string]outbox.Entry{}
 	uniq := slices.Compact(slices.Sorted(slices.Values(ids)))
 	prefix := job + "#outbox#e#"
-	for chunk := range slices.Chunk(uniq, 100) {
-		var keys []map[string]types.AttributeValue
-		for _, id := range chunk {
-			keys = append(keys, outboxKey(job, "#e#"+id))
+	keys := make([]map[string]types.AttributeValue, len(uniq))
+	for i, id := range uniq {
+		keys[i] = outboxKey(job, "#e#"+id)
+	}
+	names := entryAttrs
+	if withPayload {
+		names = nil // every attribute
+	}
+	err := s.batchGet(ctx, keys, names, func(it map[string]types.AttributeValue) error {
+		k, _ := it["job"].(*types.AttributeValueMemberS)
+		if k == nil || len(k.Value) <= len(prefix) {
+			return nil
 		}
-		req := map[string]types.KeysAndAttributes{s.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
+		e, err := parseEntry(k.Value[len(prefix):], it)
+		if err != nil {
+			return err
+		}
+		out[e.ID] = e
+		return nil
+	})
+	return out, err
+}
+
+// batchGet calls each with every item of keys that exists (strongly
+// consistent BatchGetItem, 100 keys at a time, unprocessed keys retried);
+// names, when given, are the attributes read besides the key ("#a": name).
+func (s *State) batchGet(ctx context.Context, keys []map[string]types.AttributeValue, names map[string]string, each func(map[string]types.AttributeValue) error) error {
+	for chunk := range slices.Chunk(keys, 100) {
+		ka := types.KeysAndAttributes{Keys: chunk, ConsistentRead: aws.Bool(true)}
+		if len(names) > 0 {
+			proj := []string{"#job"}
+			for n := range names {
+				proj = append(proj, n)
+			}
+			ka.ProjectionExpression = aws.String(strings.Join(proj, ", "))
+			ka.ExpressionAttributeNames = map[string]string{"#job": "job"}
+			maps.Copy(ka.ExpressionAttributeNames, names)
+		}
+		req := map[string]types.KeysAndAttributes{s.table: ka}
 		for try := 0; len(req) > 0; try++ {
 			if try > 20 {
-				return nil, errors.New("batch get of outbox entries: keys still unprocessed after 20 tries")
+				return errors.New("batch get of outbox items: keys still unprocessed after 20 tries")
 			}
 			res, err := s.api.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})
 			if err != nil {
-				return nil, err
+				return err
 			}
 			for _, it := range res.Responses[s.table] {
-				k, _ := it["job"].(*types.AttributeValueMemberS)
-				if k == nil || len(k.Value) <= len(prefix) {
-					continue
+				if err := each(it); err != nil {
+					return err
 				}
-				e, err := parseEntry(k.Value[len(prefix):], it)
-				if err != nil {
-					return nil, err
-				}
-				out[e.ID] = e
 			}
 			req = res.UnprocessedKeys
 			if len(req) > 0 {
 				select {
 				case <-ctx.Done():
-					return nil, ctx.Err()
+					return ctx.Err()
 				case <-time.After(time.Duration(try+1) * 50 * time.Millisecond):
 				}
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func parseEntry(id string, it map[string]types.AttributeValue) (outbox.Entry, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) Store) {
 		{"Fenced", testFenced},
 		{"JobsApart", testJobsApart},
 		{"Many", testMany},
+		{"MarketplaceMonth", testMarketplaceMonth},
 	} {
 		t.Run("Outbox"+tc.name, func(t *testing.T) { tc.fn(t, open(t)) })
 	}
@@ -129,6 +131,9 @@ func testRecordAndPending(t *testing.T, s Store) {
 	if b.Attempts != 1 || !b.NextAttempt.Equal(failed.NextAttempt) || b.LastError != "503 Service Unavailable" || !b.Sent.IsZero() {
 		t.Errorf("failed entry read back as %+v, want %+v", b, failed)
 	}
+	if b.Payload != nil || b.Kind != outbox.KindEvent || b.Target != "ep-1" || !b.At.Equal(t0) {
+		t.Errorf("Pending's entry %+v: want its kind, target and at, and no payload (Get reads it)", b)
+	}
 	if err := s.Record(t.Context(), job, l, t0, entry("zz", t0)); !errors.Is(err, outbox.ErrNotFound) {
 		t.Errorf("Record of an absent entry: %v, want ErrNotFound", err)
 	}
@@ -216,5 +221,36 @@ func testMany(t *testing.T, s Store) {
 	p, err := s.Pending(t.Context(), job)
 	if err != nil || len(p) != 130 {
 		t.Fatalf("Pending: %d, %v", len(p), err)
+	}
+}
+
+// testMarketplaceMonth enqueues a month whose ids together are larger
+// than one DynamoDB item may be (400 KB): 3,000 e-mails of agencies with
+// 140-character ids, 480 KB of ids. They are all pending, then 10 are
+// sent; Since finds them all.
+func testMarketplaceMonth(t *testing.T, s Store) {
+	l := lease(t, s, job, "a", t0)
+	long := strings.Repeat("marketplace-agency-", 8)[:140]
+	const n = 3000
+	es := make([]outbox.Entry, n)
+	for i := range es {
+		es[i] = outbox.Entry{ID: fmt.Sprintf("mail/2026-03/%s-%05d/1", long, i), Kind: outbox.KindMail, Target: long, At: t0,
+			Payload: []byte(`{"month":"2026-03"}`)}
+	}
+	if got, err := s.Enqueue(t.Context(), job, l, t0, es); err != nil || got != n {
+		t.Fatalf("Enqueue of %d entries with %d bytes of ids = %d, %v", n, n*len(es[0].ID), got, err)
+	}
+	for _, e := range es[:10] {
+		if err := s.Record(t.Context(), job, l, t0, e.Delivered(t0)); err != nil {
+			t.Fatalf("Record %s: %v", e.ID, err)
+		}
+	}
+	p, err := s.Pending(t.Context(), job)
+	if err != nil || len(p) != n-10 || p[0].ID != es[10].ID {
+		t.Fatalf("Pending: %d entries, %v; want %d from %s", len(p), err, n-10, es[10].ID)
+	}
+	all, err := s.Since(t.Context(), job, t0)
+	if err != nil || len(all) != n || all[0].Sent.IsZero() {
+		t.Fatalf("Since: %d entries, %v; want %d, the first sent", len(all), err, n)
 	}
 }

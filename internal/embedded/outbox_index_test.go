@@ -1,0 +1,67 @@
+package embedded
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/reportjob/reportjob/internal/outbox"
+)
+
+// TestOutboxPendingIndexMadeFromAnOlderFile: an outbox written before the
+// pending index (the index bucket removed here) is read whole by Pending;
+// its next write makes the index from it, with every entry still pending,
+// and Pending answers from the index after that.
+func TestOutboxPendingIndexMadeFromAnOlderFile(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Date(2026, 4, 4, 0, 0, 0, 0, time.UTC)
+	l, err := s.Acquire(t.Context(), "j", "me", t0, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var es []outbox.Entry
+	for i := range 5 {
+		es = append(es, outbox.Entry{ID: fmt.Sprintf("e%d", i), Kind: outbox.KindEvent, Target: "ep", At: t0})
+	}
+	es[0] = es[0].Delivered(t0)
+	if _, err := s.Enqueue(t.Context(), "j", l, t0, es); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketOutboxPending) }); err != nil {
+		t.Fatal(err)
+	}
+	pending := func(want ...string) {
+		t.Helper()
+		p, err := s.Pending(t.Context(), "j")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range p {
+			got = append(got, e.ID)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("Pending: %v, want %v", got, want)
+		}
+	}
+	pending("e1", "e2", "e3", "e4") // the whole outbox read
+	if err := s.Record(t.Context(), "j", l, t0, es[2].Delivered(t0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketOutboxPending).Bucket([]byte("j")).Stats().KeyN != 3 {
+			return fmt.Errorf("the index made by Record does not hold the 3 pending entries")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pending("e1", "e3", "e4") // from the index
+}
