@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
-
-	"github.com/reportjob/reportjob/internal/outbox"
 )
 
 // statusDelivery is the outbox as status shows it.
@@ -35,14 +34,18 @@ func (c *cli) statusDelivery(ctx context.Context, st *store) *statusDelivery {
 		d.Note = "outbox unreadable: " + err.Error()
 		return d
 	}
-	for _, e := range pending {
-		if e.Kind == outbox.KindMark {
-			continue
+	d.Pending = len(pending)
+	for page := range slices.Chunk(pending, 100) {
+		es, err := st.outbox.Get(ctx, c.cfg.JobName, page)
+		if err != nil {
+			d.Note = "outbox unreadable: " + err.Error()
+			return d
 		}
-		d.Pending++
-		if e.Attempts > 0 {
-			d.Failing = append(d.Failing, statusFailing{ID: e.ID, Kind: e.Kind, Target: e.Target, Attempts: e.Attempts,
-				NextAttempt: e.NextAttempt.UTC().Format(time.RFC3339), LastError: e.LastError})
+		for _, id := range page {
+			if e := es[id]; e.Attempts > 0 {
+				d.Failing = append(d.Failing, statusFailing{ID: e.ID, Kind: e.Kind, Target: e.Target, Attempts: e.Attempts,
+					NextAttempt: e.NextAttempt.UTC().Format(time.RFC3339), LastError: e.LastError})
+			}
 		}
 	}
 	return d

@@ -154,14 +154,74 @@ func (p *Pass) Run(ctx context.Context, h Holder, o Options) (Result, error) {
 	if errors.Is(deriveErr, checkpoint.ErrLeaseLost) || h.Check() != nil {
 		return res, deriveErr
 	}
-	var todo []outbox.Entry
-	fromPending := !o.Resend && o.ReplaySince.IsZero()
+	var err error
 	switch {
-	case o.Resend:
+	case o.Resend || !o.ReplaySince.IsZero():
+		err = p.sendAgain(ctx, h, o, &res)
+	default:
+		err = p.sendPending(ctx, h, o, &res)
+	}
+	if err != nil {
+		return res, err
+	}
+	pending, err := p.Outbox.Pending(ctx, p.Job)
+	if err != nil {
+		return res, err
+	}
+	res.Pending = len(pending)
+	return res, deriveErr
+}
+
+// sendPending sends what is pending and due (of o.Month and o.Agency,
+// when given: then whether it is due is not asked). The pending ids are
+// read first, then their entries sendPage at a time, so that a month of
+// 100,000 agencies is never held at once.
+func (p *Pass) sendPending(ctx context.Context, h Holder, o Options, res *Result) error {
+	ids, err := p.Outbox.Pending(ctx, p.Job)
+	if err != nil {
+		return err
+	}
+	if o.MailOnly {
+		prefix := "mail/"
+		if o.Month != "" {
+			prefix += o.Month + "/"
+		}
+		ids = slices.DeleteFunc(ids, func(id string) bool { return !strings.HasPrefix(id, prefix) })
+	}
+	now := p.now()
+	for page := range slices.Chunk(ids, sendPage) {
+		es, err := p.Outbox.Get(ctx, p.Job, page)
+		if err != nil {
+			return fmt.Errorf("deliveries: %w", err)
+		}
+		for _, id := range page {
+			e, ok := es[id]
+			switch {
+			case !ok || !e.Sent.IsZero() || e.Kind == outbox.KindMark:
+			case e.Kind == outbox.KindMail && o.Month != "" && !strings.HasPrefix(e.ID, "mail/"+o.Month+"/"):
+			case e.Kind == outbox.KindMail && o.Agency != "" && e.Target != o.Agency:
+			case !e.Due(now) && o.Month == "" && o.Agency == "":
+				// not due yet: a later run tries it
+			default:
+				if err := p.send(ctx, h, e, res); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// sendAgain sends on purpose what was sent before: the latest revision of
+// o.Month's e-mails (statement --resend), or every event at or after
+// o.ReplaySince (events replay).
+func (p *Pass) sendAgain(ctx context.Context, h Holder, o Options, res *Result) error {
+	var todo []outbox.Entry
+	if o.Resend {
 		prefix := "mail/" + o.Month + "/"
 		all, err := p.Outbox.Since(ctx, p.Job, time.Time{})
 		if err != nil {
-			return res, err
+			return err
 		}
 		for _, e := range all {
 			if e.Kind == outbox.KindMail && strings.HasPrefix(e.ID, prefix) && !e.Sent.IsZero() && (o.Agency == "" || e.Target == o.Agency) {
@@ -169,120 +229,78 @@ func (p *Pass) Run(ctx context.Context, h Holder, o Options) (Result, error) {
 			}
 		}
 		todo = latestRevisions(todo)
-	case !o.ReplaySince.IsZero():
+	} else {
 		all, err := p.Outbox.Since(ctx, p.Job, o.ReplaySince)
 		if err != nil {
-			return res, err
+			return err
 		}
 		for _, e := range all {
 			if e.Kind == outbox.KindEvent {
 				todo = append(todo, e)
 			}
 		}
+	}
+	for _, e := range todo {
+		if err := p.send(ctx, h, e, res); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// send sends e and records the outcome: a failure is counted in res and
+// tried again by a later run; the error is the pass's own (the lease
+// lost, the outbox unwritable).
+func (p *Pass) send(ctx context.Context, h Holder, e outbox.Entry, res *Result) error {
+	if err := h.Check(); err != nil {
+		return fmt.Errorf("deliveries: %w", err)
+	}
+	resend := !e.Sent.IsZero()
+	crashBeforeSend()
+	var serr error
+	switch e.Kind {
+	case outbox.KindMail:
+		serr = p.sendMail(ctx, e, resend)
+	case outbox.KindEvent:
+		serr = p.sendEvent(ctx, e)
+	}
+	if ferr := fence.Check(ctx); ferr != nil {
+		return fmt.Errorf("deliveries: %w", ferr)
+	}
+	now := p.now()
+	if serr != nil {
+		if !resend {
+			e = e.Failed(now, serr)
+			if p.Backoff != nil {
+				e.NextAttempt = now.Add(p.Backoff(e.Attempts))
+			}
+		}
+		res.Failures = append(res.Failures, Failure{ID: e.ID, Kind: e.Kind, Target: e.Target, Attempts: e.Attempts, Next: e.NextAttempt, Error: serr.Error()})
+		p.logger().Warn("delivery failed; a later run tries again", "id", e.ID, "target", e.Target, "attempts", e.Attempts, "err", serr)
+		if !resend {
+			if err := p.Outbox.Record(ctx, p.Job, h.Lease(), now, e); err != nil {
+				return fmt.Errorf("deliveries: %w", err)
+			}
+		}
+		return nil
+	}
+	crashAfterSend(e.ID)
+	if err := p.Outbox.Record(ctx, p.Job, h.Lease(), now, e.Delivered(now)); err != nil {
+		return fmt.Errorf("deliveries: sent %s, then: %w", e.ID, err)
+	}
+	switch {
+	case resend:
+		res.Resent++
+	case e.Kind == outbox.KindMail:
+		res.MailSent++
 	default:
-		pending, err := p.Outbox.Pending(ctx, p.Job)
-		if err != nil {
-			return res, err
-		}
-		now := p.now()
-		for _, e := range pending {
-			switch {
-			case e.Kind == outbox.KindMark:
-			case o.MailOnly && e.Kind != outbox.KindMail:
-			case e.Kind == outbox.KindMail && o.Month != "" && !strings.HasPrefix(e.ID, "mail/"+o.Month+"/"):
-			case e.Kind == outbox.KindMail && o.Agency != "" && e.Target != o.Agency:
-			case !e.Due(now) && o.Month == "" && o.Agency == "":
-				// not due yet: a later run tries it
-			default:
-				todo = append(todo, e)
-			}
-		}
+		res.EventsSent++
 	}
-	// Pending has no payloads: each page of them is read whole before it
-	// is sent, so that a month of 100,000 agencies is never held at once.
-	page := map[string]outbox.Entry{}
-	for i, e := range todo {
-		if err := h.Check(); err != nil {
-			return res, fmt.Errorf("deliveries: %w", err)
-		}
-		if fromPending {
-			if i%sendPage == 0 {
-				var err error
-				if page, err = p.Outbox.Get(ctx, p.Job, ids(todo[i:min(i+sendPage, len(todo))])); err != nil {
-					return res, fmt.Errorf("deliveries: %w", err)
-				}
-			}
-			full, ok := page[e.ID]
-			if !ok {
-				return res, fmt.Errorf("deliveries: %w: %s", outbox.ErrNotFound, e.ID)
-			}
-			e = full
-		}
-		resend := !e.Sent.IsZero()
-		crashBeforeSend()
-		var serr error
-		switch e.Kind {
-		case outbox.KindMail:
-			serr = p.sendMail(ctx, e, resend)
-		case outbox.KindEvent:
-			serr = p.sendEvent(ctx, e)
-		}
-		if ferr := fence.Check(ctx); ferr != nil {
-			return res, fmt.Errorf("deliveries: %w", ferr)
-		}
-		now := p.now()
-		if serr != nil {
-			if !resend {
-				e = e.Failed(now, serr)
-				if p.Backoff != nil {
-					e.NextAttempt = now.Add(p.Backoff(e.Attempts))
-				}
-			}
-			res.Failures = append(res.Failures, Failure{ID: e.ID, Kind: e.Kind, Target: e.Target, Attempts: e.Attempts, Next: e.NextAttempt, Error: serr.Error()})
-			p.logger().Warn("delivery failed; a later run tries again", "id", e.ID, "target", e.Target, "attempts", e.Attempts, "err", serr)
-			if !resend {
-				if err := p.Outbox.Record(ctx, p.Job, h.Lease(), now, e); err != nil {
-					return res, fmt.Errorf("deliveries: %w", err)
-				}
-			}
-			continue
-		}
-		crashAfterSend(e.ID)
-		if err := p.Outbox.Record(ctx, p.Job, h.Lease(), now, e.Delivered(now)); err != nil {
-			return res, fmt.Errorf("deliveries: sent %s, then: %w", e.ID, err)
-		}
-		switch {
-		case resend:
-			res.Resent++
-		case e.Kind == outbox.KindMail:
-			res.MailSent++
-		default:
-			res.EventsSent++
-		}
-	}
-	pending, err := p.Outbox.Pending(ctx, p.Job)
-	if err != nil {
-		return res, err
-	}
-	res.Pending = len(pending)
-	for _, e := range pending {
-		if e.Kind == outbox.KindMark {
-			res.Pending--
-		}
-	}
-	return res, deriveErr
+	return nil
 }
 
 // sendPage is how many pending deliveries are read whole at a time.
 const sendPage = 100
-
-func ids(es []outbox.Entry) []string {
-	out := make([]string, len(es))
-	for i, e := range es {
-		out[i] = e.ID
-	}
-	return out
-}
 
 // latestRevisions keeps, per agency, the mail of the latest statement
 // revision.

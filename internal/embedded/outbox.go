@@ -206,31 +206,17 @@ func (s *Store) Record(ctx context.Context, job string, l checkpoint.Lease, now 
 
 // Pending implements outbox.Store: from the pending index, or, for a job
 // whose outbox was written before the index, from the whole outbox.
-func (s *Store) Pending(ctx context.Context, job string) ([]outbox.Entry, error) {
-	var out []outbox.Entry
+func (s *Store) Pending(ctx context.Context, job string) ([]string, error) {
+	var out []string
 	indexed := false
 	err := s.view(ctx, job, func(tx *bolt.Tx) error {
-		pr, ob := tx.Bucket(bucketOutboxPending), tx.Bucket(bucketOutbox)
-		if pr == nil || pr.Bucket([]byte(job)) == nil || ob == nil || ob.Bucket([]byte(job)) == nil {
+		pr := tx.Bucket(bucketOutboxPending)
+		if pr == nil || pr.Bucket([]byte(job)) == nil {
 			return nil
 		}
 		indexed = true
-		b := ob.Bucket([]byte(job))
 		return pr.Bucket([]byte(job)).ForEach(func(k, _ []byte) error {
-			v := b.Get(k)
-			if v == nil {
-				return fmt.Errorf("pending outbox entry %s: not in the outbox", k)
-			}
-			var r outboxRecord
-			if err := json.Unmarshal(v, &r); err != nil {
-				return fmt.Errorf("stored outbox entry %s: %w", k, err)
-			}
-			r.Payload = nil // Get reads it
-			e, err := r.entry(string(k))
-			if err != nil {
-				return err
-			}
-			out = append(out, e)
+			out = append(out, string(k))
 			return nil
 		})
 	})
@@ -240,9 +226,9 @@ func (s *Store) Pending(ctx context.Context, job string) ([]outbox.Entry, error)
 	if indexed {
 		return out, nil
 	}
-	out, err = s.outboxList(ctx, job, func(e outbox.Entry) bool { return e.Sent.IsZero() })
-	for i := range out {
-		out[i].Payload = nil
+	es, err := s.outboxList(ctx, job, func(e outbox.Entry) bool { return e.Sent.IsZero() })
+	for _, e := range es {
+		out = append(out, e.ID)
 	}
 	return out, err
 }

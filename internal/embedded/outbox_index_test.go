@@ -43,10 +43,7 @@ func TestOutboxPendingIndexMadeFromAnOlderFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
-		for _, e := range p {
-			got = append(got, e.ID)
-		}
+		got := p
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("Pending: %v, want %v", got, want)
 		}

@@ -99,10 +99,10 @@ type Store interface {
 	Enqueue(ctx context.Context, job string, l checkpoint.Lease, now time.Time, es []Entry) (int, error)
 	// Get returns the entries of ids the outbox holds, by ID.
 	Get(ctx context.Context, job string, ids []string) (map[string]Entry, error)
-	// Pending returns the entries not sent yet, in ID order, without
-	// their Payload (Get reads it): what is pending can be a month of
-	// 100,000 agencies, and only its state is needed to choose.
-	Pending(ctx context.Context, job string) ([]Entry, error)
+	// Pending returns the IDs of the entries not sent yet, in ID order
+	// (Get reads them): what is pending can be a month of 100,000
+	// agencies, read a page at a time.
+	Pending(ctx context.Context, job string) ([]string, error)
 	// Since returns every entry (sent or not) whose At is at or after t,
 	// in ID order.
 	Since(ctx context.Context, job string, t time.Time) ([]Entry, error)

@@ -265,8 +265,9 @@ func (s *State) Get(ctx context.Context, job string, ids []string) (map[string]o
 	return es, nil
 }
 
-// Pending implements outbox.Store.
-func (s *State) Pending(ctx context.Context, job string) ([]outbox.Entry, error) {
+// Pending implements outbox.Store: the ids of the pending sets, each
+// bucket's and an earlier version's one.
+func (s *State) Pending(ctx context.Context, job string) ([]string, error) {
 	root, err := s.getItem(ctx, outboxKey(job, ""))
 	if err != nil {
 		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
@@ -279,11 +280,9 @@ func (s *State) Pending(ctx context.Context, job string) ([]outbox.Entry, error)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
 	}
-	es, err := s.getEntries(ctx, job, append(ids, setOf(root["pending"])...), false)
-	if err != nil {
-		return nil, fmt.Errorf("read outbox of job %q: %w", job, err)
-	}
-	return sorted(es, func(e outbox.Entry) bool { return e.Sent.IsZero() }), nil
+	ids = append(ids, setOf(root["pending"])...)
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // Since implements outbox.Store.

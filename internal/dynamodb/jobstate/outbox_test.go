@@ -66,10 +66,7 @@ func TestOutboxReadsEarlierTables(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var got []string
-		for _, e := range p {
-			got = append(got, e.ID)
-		}
+		got := p
 		if !slices.Equal(got, want) {
 			t.Fatalf("Pending %v, want %v", got, want)
 		}
