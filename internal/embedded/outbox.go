@@ -182,6 +182,9 @@ func (s *Store) Enqueue(ctx context.Context, job string, l checkpoint.Lease, now
 			}
 			added++
 		}
+		if added == 0 {
+			return nil
+		}
 		return p.SetSequence(p.Sequence() + uint64(added))
 	})
 	if err != nil {
