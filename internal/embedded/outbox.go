@@ -25,6 +25,13 @@ var bucketOutbox = []byte("outbox")
 // what is pending, not the whole outbox. A job's index is made by its
 // first outbox write (from the outbox as it is, for a file written before
 // the index); until then Pending reads the whole outbox.
+//
+// The index bucket's sequence is how many entries the job's outbox had
+// when the index last accounted for them. An earlier binary (a release
+// rolled back) writes the outbox without the index: the entries it adds
+// make the outbox's count differ, and Pending then reads the whole outbox
+// until the next Enqueue makes the index again; an entry it marks sent is
+// left out by Pending, which checks each indexed entry's state.
 var bucketOutboxPending = []byte("outbox-pending")
 
 type outboxRecord struct {
@@ -89,20 +96,28 @@ func outboxBucket(tx *bolt.Tx, job string) (*bolt.Bucket, error) {
 }
 
 // pendingIndex returns job's pending index, made from the outbox ob when
-// it does not exist yet.
-func pendingIndex(tx *bolt.Tx, job string, ob *bolt.Bucket) (*bolt.Bucket, error) {
+// it does not exist yet, or, when current, when it does not account for
+// every entry of ob (see bucketOutboxPending).
+func pendingIndex(tx *bolt.Tx, job string, ob *bolt.Bucket, current bool) (*bolt.Bucket, error) {
 	root, err := tx.CreateBucketIfNotExists(bucketOutboxPending)
 	if err != nil {
 		return nil, err
 	}
 	if p := root.Bucket([]byte(job)); p != nil {
-		return p, nil
+		if !current || indexCurrent(p, ob) {
+			return p, nil
+		}
+		if err := root.DeleteBucket([]byte(job)); err != nil {
+			return nil, err
+		}
 	}
 	p, err := root.CreateBucket([]byte(job))
 	if err != nil {
 		return nil, err
 	}
+	n := uint64(0)
 	err = ob.ForEach(func(k, v []byte) error {
+		n++
 		var r outboxRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("stored outbox entry %s: %w", k, err)
@@ -112,7 +127,17 @@ func pendingIndex(tx *bolt.Tx, job string, ob *bolt.Bucket) (*bolt.Bucket, error
 		}
 		return nil
 	})
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	return p, p.SetSequence(n)
+}
+
+// indexCurrent reports whether the pending index p accounts for every
+// entry of the outbox ob (counting ob's keys reads its pages' headers,
+// not its entries).
+func indexCurrent(p, ob *bolt.Bucket) bool {
+	return p.Sequence() == uint64(ob.Stats().KeyN)
 }
 
 // index puts e's id in the pending index p, or takes it out once sent.
@@ -137,7 +162,7 @@ func (s *Store) Enqueue(ctx context.Context, job string, l checkpoint.Lease, now
 		if err != nil {
 			return err
 		}
-		p, err := pendingIndex(tx, job, b)
+		p, err := pendingIndex(tx, job, b, true)
 		if err != nil {
 			return err
 		}
@@ -157,7 +182,10 @@ func (s *Store) Enqueue(ctx context.Context, job string, l checkpoint.Lease, now
 			}
 			added++
 		}
-		return nil
+		if added == 0 {
+			return nil
+		}
+		return p.SetSequence(p.Sequence() + uint64(added))
 	})
 	if err != nil {
 		return 0, fmt.Errorf("enqueue deliveries of job %q: %w", job, err)
@@ -192,7 +220,7 @@ func (s *Store) Record(ctx context.Context, job string, l checkpoint.Lease, now 
 		if err := b.Put([]byte(e.ID), nv); err != nil {
 			return err
 		}
-		p, err := pendingIndex(tx, job, b)
+		p, err := pendingIndex(tx, job, b, false)
 		if err != nil {
 			return err
 		}
@@ -214,8 +242,29 @@ func (s *Store) Pending(ctx context.Context, job string) ([]string, error) {
 		if pr == nil || pr.Bucket([]byte(job)) == nil {
 			return nil
 		}
+		ob := tx.Bucket(bucketOutbox)
+		if ob == nil || ob.Bucket([]byte(job)) == nil {
+			return nil
+		}
+		b := ob.Bucket([]byte(job))
+		if !indexCurrent(pr.Bucket([]byte(job)), b) {
+			return nil
+		}
 		indexed = true
 		return pr.Bucket([]byte(job)).ForEach(func(k, _ []byte) error {
+			v := b.Get(k)
+			if v == nil {
+				return fmt.Errorf("pending outbox entry %s: not in the outbox", k)
+			}
+			var r struct {
+				Sent string `json:"sent"`
+			}
+			if err := json.Unmarshal(v, &r); err != nil {
+				return fmt.Errorf("stored outbox entry %s: %w", k, err)
+			}
+			if r.Sent != "" {
+				return nil // sent by an earlier binary, which knows no index
+			}
 			out = append(out, string(k))
 			return nil
 		})

@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -61,4 +62,69 @@ func TestOutboxPendingIndexMadeFromAnOlderFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending("e1", "e3", "e4") // from the index
+}
+
+// TestOutboxPendingIndexAfterAnOlderBinary: a file whose index exists is
+// written again by an earlier binary (a release rolled back), which knows
+// no index: it enqueues entries without indexing them and marks entries
+// sent without taking them out. Pending still lists every entry not sent
+// (read whole while the index is behind), never one sent, and the next
+// Enqueue brings the index up to date.
+func TestOutboxPendingIndexAfterAnOlderBinary(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Date(2026, 4, 4, 0, 0, 0, 0, time.UTC)
+	l, err := s.Acquire(t.Context(), "j", "me", t0, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func(id string) outbox.Entry {
+		return outbox.Entry{ID: id, Kind: outbox.KindEvent, Target: "ep", At: t0}
+	}
+	if _, err := s.Enqueue(t.Context(), "j", l, t0, []outbox.Entry{ev("e1"), ev("e2")}); err != nil {
+		t.Fatal(err)
+	}
+	// The earlier binary: e3 enqueued, e1 sent, straight into the outbox.
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketOutbox).Bucket([]byte("j"))
+		for _, e := range []outbox.Entry{ev("e3"), ev("e1").Delivered(t0)} {
+			v, err := json.Marshal(outboxRec(e))
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte(e.ID), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pending := func(want ...string) {
+		t.Helper()
+		p, err := s.Pending(t.Context(), "j")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := p
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("Pending: %v, want %v", got, want)
+		}
+	}
+	pending("e2", "e3")
+	if _, err := s.Enqueue(t.Context(), "j", l, t0, []outbox.Entry{ev("e4")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if n := tx.Bucket(bucketOutboxPending).Bucket([]byte("j")).Stats().KeyN; n != 3 {
+			return fmt.Errorf("the index after Enqueue holds %d entries, want e2, e3, e4", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pending("e2", "e3", "e4")
 }
