@@ -56,8 +56,8 @@ func (c *cli) events(ctx context.Context, sum *eventsSummary, sub string, since 
 	if err != nil {
 		return err
 	}
-	if len(res.Failures) > 0 {
-		return fmt.Errorf("%d event(s) could not be replayed: first: %s: %s", len(res.Failures), res.Failures[0].Target, res.Failures[0].Error)
+	if res.Failed > 0 {
+		return fmt.Errorf("%d event(s) could not be replayed: first: %s: %s", res.Failed, res.Failures[0].Target, res.Failures[0].Error)
 	}
 	return nil
 }

@@ -278,11 +278,11 @@ func (c *cli) statementSend(ctx context.Context, sum *statementSummary, month, a
 	if err != nil {
 		return err
 	}
-	if resend && res.Resent == 0 && len(res.Failures) == 0 {
+	if resend && res.Resent == 0 && res.Failed == 0 {
 		return notFoundf("statement --resend --month %s: no statement of that month was e-mailed yet%s", month, map[bool]string{true: " to agency " + agency}[agency != ""])
 	}
-	if len(res.Failures) > 0 {
-		return fmt.Errorf("%d statement e-mail(s) failed (later runs try again): first: %s: %s", len(res.Failures), res.Failures[0].Target, res.Failures[0].Error)
+	if res.Failed > 0 {
+		return fmt.Errorf("%d statement e-mail(s) failed (later runs try again): first: %s: %s", res.Failed, res.Failures[0].Target, res.Failures[0].Error)
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +36,8 @@ type deliverySummary struct {
 	Enqueued int                `json:"enqueued"`
 	Failures []delivery.Failure `json:"failures,omitempty"`
 	Error    string             `json:"error,omitempty"`
+	// endpoints are the pass's delivery.Result.EndpointsFailing (metrics).
+	endpoints map[string]int
 }
 
 func deliveryConfigured(c *cli) bool {
@@ -157,8 +161,8 @@ func (c *cli) deliver(ctx context.Context, st *store, b *bucket, j *job.Job, o d
 }
 
 func summarize(res delivery.Result, err error) *deliverySummary {
-	s := &deliverySummary{Sent: res.MailSent + res.EventsSent, Resent: res.Resent, Failed: len(res.Failures), Pending: res.Pending,
-		Enqueued: res.Enqueued, Failures: res.Failures}
+	s := &deliverySummary{Sent: res.MailSent + res.EventsSent, Resent: res.Resent, Failed: res.Failed, Pending: res.Pending,
+		Enqueued: res.Enqueued, Failures: res.Failures, endpoints: res.EndpointsFailing}
 	if err != nil {
 		s.Error = err.Error()
 	}
@@ -170,8 +174,18 @@ func deliveryMetrics(s *deliverySummary) *metrics.Delivery {
 		return nil
 	}
 	d := &metrics.Delivery{Sent: s.Sent, Failures: s.Failed, Pending: s.Pending}
+	// One series per endpoint that failed, and per agency among the
+	// failures listed (at most delivery.MaxFailuresListed): never one per
+	// agency of a marketplace.
+	seen := map[[2]string]bool{}
 	for _, f := range s.Failures {
-		d.Failing = append(d.Failing, metrics.FailingTarget{Kind: f.Kind, Target: f.Target, Attempts: f.Attempts})
+		if k := [2]string{f.Kind, f.Target}; f.Kind == outbox.KindMail && !seen[k] {
+			seen[k] = true
+			d.Failing = append(d.Failing, metrics.FailingTarget{Kind: f.Kind, Target: f.Target, Attempts: f.Attempts})
+		}
+	}
+	for _, ep := range slices.Sorted(maps.Keys(s.endpoints)) {
+		d.Failing = append(d.Failing, metrics.FailingTarget{Kind: outbox.KindEvent, Target: ep, Attempts: s.endpoints[ep]})
 	}
 	return d
 }

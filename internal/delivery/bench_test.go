@@ -36,23 +36,7 @@ func BenchmarkPassMonth(b *testing.B) {
 	if v := os.Getenv("RJBENCH_DELIVERY_AGENCIES"); v != "" {
 		n, _ = strconv.Atoi(v)
 	}
-	usd, _ := money.LookupCurrency("USD")
-	pdf := []byte("%PDF statement")
-	sum := sha256.Sum256(pdf)
-	man := &monthclose.Manifest{Month: "2026-03", Status: string(statement.Final), StatementRevision: 1, GeneratedAt: t0}
-	objects := fakeObjects{}
-	dir := fakeDir{}
-	rows := make([]encode.StatementRow, n)
-	for i := range n {
-		id := fmt.Sprintf("agency-%06d", i)
-		key := report.AgencyMonthPrefix(id, "2026-03") + "statement-x.pdf"
-		objects[key] = pdf
-		dir[id] = Recipient{Emails: []string{id + "@example.com"}}
-		man.Agencies = append(man.Agencies, monthclose.AgencyEntry{AgencyID: id, Revision: 1})
-		man.Files = append(man.Files, report.FileInfo{Key: key, Bytes: int64(len(pdf)), SHA256: hex.EncodeToString(sum[:])})
-		rows[i] = encode.StatementRow{Month: "2026-03", Status: "final", AgencyID: id, Currency: usd, StatementRevision: 1}
-		rows[i].Line.Currency = usd
-	}
+	stmts, objects, dir := marketplaceMonth(n)
 	b.StopTimer()
 	for range b.N {
 		st, err := embedded.Open(filepath.Join(b.TempDir(), "s.db"), embedded.Options{})
@@ -66,7 +50,7 @@ func BenchmarkPassMonth(b *testing.B) {
 		ml, po := &countMailer{}, &fakePoster{}
 		p := &Pass{Job: "j", Email: config.Email{Host: "smtp.example.com", From: "b@example.com", Attach: []string{"pdf"}},
 			Webhooks:   []config.Webhook{{ID: "ep-1", URL: "https://x.example/h", SecretEnv: "S", Events: config.EventTypes}},
-			Statements: fakeStatements{"2026-03": {Manifest: man, Rows: rows}}, Objects: objects, Directory: dir,
+			Statements: stmts, Objects: objects, Directory: dir,
 			Outbox: st, Mailer: ml, Poster: po, Getenv: func(string) string { return "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" },
 			Clock: func() time.Time { return t0 }}
 		runtime.GC()
@@ -113,4 +97,27 @@ func liveHeap() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// marketplaceMonth is a final March of n agencies, each with an address
+// and a PDF.
+func marketplaceMonth(n int) (fakeStatements, fakeObjects, fakeDir) {
+	usd, _ := money.LookupCurrency("USD")
+	pdf := []byte("%PDF statement")
+	sum := sha256.Sum256(pdf)
+	man := &monthclose.Manifest{Month: "2026-03", Status: string(statement.Final), StatementRevision: 1, GeneratedAt: t0}
+	objects := fakeObjects{}
+	dir := fakeDir{}
+	rows := make([]encode.StatementRow, n)
+	for i := range n {
+		id := fmt.Sprintf("agency-%06d", i)
+		key := report.AgencyMonthPrefix(id, "2026-03") + "statement-x.pdf"
+		objects[key] = pdf
+		dir[id] = Recipient{Emails: []string{id + "@example.com"}}
+		man.Agencies = append(man.Agencies, monthclose.AgencyEntry{AgencyID: id, Revision: 1})
+		man.Files = append(man.Files, report.FileInfo{Key: key, Bytes: int64(len(pdf)), SHA256: hex.EncodeToString(sum[:])})
+		rows[i] = encode.StatementRow{Month: "2026-03", Status: "final", AgencyID: id, Currency: usd, StatementRevision: 1}
+		rows[i].Line.Currency = usd
+	}
+	return fakeStatements{"2026-03": {Manifest: man, Rows: rows}}, objects, dir
 }

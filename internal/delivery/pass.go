@@ -127,13 +127,24 @@ type Failure struct {
 	Error    string    `json:"error"`
 }
 
+// MaxFailuresListed is how many failures a Result lists: a month of
+// 100,000 agencies whose endpoint is down fails 100,000 times in one pass.
+const MaxFailuresListed = 20
+
 // Result is what a pass did.
 type Result struct {
-	Enqueued   int       `json:"enqueued"`
-	MailSent   int       `json:"mail_sent"`
-	EventsSent int       `json:"events_sent"`
-	Resent     int       `json:"resent"`
-	Failures   []Failure `json:"failures,omitempty"`
+	Enqueued   int `json:"enqueued"`
+	MailSent   int `json:"mail_sent"`
+	EventsSent int `json:"events_sent"`
+	Resent     int `json:"resent"`
+	// Failed counts the deliveries that failed; Failures lists the first
+	// MaxFailuresListed of them.
+	Failed   int       `json:"failed"`
+	Failures []Failure `json:"failures,omitempty"`
+	// EndpointsFailing are the failed attempts so far of each endpoint
+	// that failed in the pass (its most failed event), by endpoint id:
+	// few, whatever the number of events.
+	EndpointsFailing map[string]int `json:"-"`
 	// Pending is what stays to send after the pass (failed, or not due
 	// yet).
 	Pending int `json:"pending"`
@@ -275,7 +286,16 @@ func (p *Pass) send(ctx context.Context, h Holder, e outbox.Entry, res *Result) 
 				e.NextAttempt = now.Add(p.Backoff(e.Attempts))
 			}
 		}
-		res.Failures = append(res.Failures, Failure{ID: e.ID, Kind: e.Kind, Target: e.Target, Attempts: e.Attempts, Next: e.NextAttempt, Error: serr.Error()})
+		res.Failed++
+		if len(res.Failures) < MaxFailuresListed {
+			res.Failures = append(res.Failures, Failure{ID: e.ID, Kind: e.Kind, Target: e.Target, Attempts: e.Attempts, Next: e.NextAttempt, Error: serr.Error()})
+		}
+		if e.Kind == outbox.KindEvent {
+			if res.EndpointsFailing == nil {
+				res.EndpointsFailing = map[string]int{}
+			}
+			res.EndpointsFailing[e.Target] = max(res.EndpointsFailing[e.Target], e.Attempts)
+		}
 		p.logger().Warn("delivery failed; a later run tries again", "id", e.ID, "target", e.Target, "attempts", e.Attempts, "err", serr)
 		if !resend {
 			if err := p.Outbox.Record(ctx, p.Job, h.Lease(), now, e); err != nil {

@@ -225,3 +225,28 @@ func TestSince(t *testing.T) {
 		t.Fatalf("since moved back to 2026-03: %+v, %v", res, err)
 	}
 }
+
+// failPoster refuses every event.
+type failPoster struct{}
+
+func (failPoster) Send(context.Context, string, []byte, string, []byte) error {
+	return errors.New("503 Service Unavailable")
+}
+
+// TestFailuresListedAtMost: a month of 50 agencies whose mail server and
+// endpoint both refuse: the pass counts 101 failures, lists the first
+// MaxFailuresListed, and names the one endpoint once.
+func TestFailuresListedAtMost(t *testing.T) {
+	p, h, _, _ := setup(t)
+	p.Statements, p.Objects, p.Directory = marketplaceMonth(50)
+	p.Mailer, p.Poster = &fakeMailer{fail: errors.New("451 try later")}, failPoster{}
+	res, err := p.Run(t.Context(), h, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 50 e-mails, 50 statement.final events and month.closed
+	if res.Failed != 101 || len(res.Failures) != MaxFailuresListed || res.Pending != 101 ||
+		len(res.EndpointsFailing) != 1 || res.EndpointsFailing["ep-1"] != 1 {
+		t.Fatalf("pass: failed %d, %d listed, pending %d, endpoints %v", res.Failed, len(res.Failures), res.Pending, res.EndpointsFailing)
+	}
+}
