@@ -102,6 +102,7 @@ func (c *cli) newPass(ctx context.Context, st *store, b *bucket, j *job.Job, dir
 			// The statements are sent once it reads again: every mail
 			// fails now with the reason, and stays pending.
 			c.log.Warn("agency directory unreadable: no statement is e-mailed in this pass", "err", err)
+			p.DirectoryErr = err
 		}
 		if d != nil {
 			p.Directory = dirAdapter{d}

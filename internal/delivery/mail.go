@@ -33,6 +33,9 @@ func (p *Pass) Compose(ctx context.Context, e outbox.Entry, resend int) (*mail.M
 	if err := json.Unmarshal(e.Payload, &d); err != nil {
 		return nil, fmt.Errorf("mail entry %s: %w", e.ID, err)
 	}
+	if p.DirectoryErr != nil {
+		return nil, fmt.Errorf("agency %q: the agency directory is unreadable: %w", d.AgencyID, p.DirectoryErr)
+	}
 	var r Recipient
 	ok := false
 	if p.Directory != nil {

@@ -75,9 +75,13 @@ type Pass struct {
 	Statements Statements
 	Objects    Objects
 	Directory  Directory
-	Outbox     outbox.Store
-	Mailer     Mailer
-	Poster     Poster
+	// DirectoryErr is why the directory could not be read, when it could
+	// not: every e-mail fails with it (and stays pending) instead of
+	// with ErrNoAddress.
+	DirectoryErr error
+	Outbox       outbox.Store
+	Mailer       Mailer
+	Poster       Poster
 	// Getenv looks up the endpoints' secrets (secret_env).
 	Getenv func(string) string
 	// Issuer names the sender in the wording ({issuer}); Contact and

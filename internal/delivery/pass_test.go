@@ -250,3 +250,22 @@ func TestFailuresListedAtMost(t *testing.T) {
 		t.Fatalf("pass: failed %d, %d listed, pending %d, endpoints %v", res.Failed, len(res.Failures), res.Pending, res.EndpointsFailing)
 	}
 }
+
+// TestDirectoryUnreadable: with the directory unreadable, each e-mail
+// fails with why, not with "no address", and stays pending.
+func TestDirectoryUnreadable(t *testing.T) {
+	p, h, ml, _ := setup(t)
+	p.DirectoryErr = errors.New("agencies.csv line 3: wrong number of fields")
+	res, err := p.Run(t.Context(), h, Options{MailOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ml.sent) != 0 || res.Failed != 2 || res.Pending != 7 { // the 2 e-mails and the 5 events (MailOnly)
+		t.Fatalf("pass: %+v", res)
+	}
+	for _, f := range res.Failures {
+		if !strings.Contains(f.Error, "the agency directory is unreadable: agencies.csv line 3") || strings.Contains(f.Error, ErrNoAddress.Error()) {
+			t.Errorf("%s: %s", f.Target, f.Error)
+		}
+	}
+}
