@@ -212,7 +212,17 @@ func (p *Pass) sendPending(ctx context.Context, h Holder, o Options, res *Result
 		for _, id := range page {
 			e, ok := es[id]
 			switch {
-			case !ok || !e.Sent.IsZero() || e.Kind == outbox.KindMark:
+			case !ok || e.Kind == outbox.KindMark && e.Sent.IsZero():
+			case !e.Sent.IsZero():
+				// Sent, yet still in the pending index: a store written
+				// without transactions (dynalite) whose process died
+				// between the entry and its index, or an earlier binary.
+				// Recording it as it is takes it out, so that it is no
+				// longer counted pending.
+				if err := p.Outbox.Record(ctx, p.Job, h.Lease(), p.now(), e); err != nil {
+					return fmt.Errorf("deliveries: %w", err)
+				}
+				p.logger().Info("a sent delivery was still indexed as pending; index corrected", "id", e.ID)
 			case e.Kind == outbox.KindMail && o.Month != "" && !strings.HasPrefix(e.ID, "mail/"+o.Month+"/"):
 			case e.Kind == outbox.KindMail && o.Agency != "" && e.Target != o.Agency:
 			case !e.Due(now) && o.Month == "" && o.Agency == "":

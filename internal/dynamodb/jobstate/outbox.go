@@ -165,11 +165,16 @@ func (s *State) Enqueue(ctx context.Context, job string, l checkpoint.Lease, now
 		}
 	}
 	for chunk := range slices.Chunk(fresh, enqueueChunk) {
-		var items []types.TransactWriteItem
+		// The index items first, then the entries: on a server without
+		// transactions (dynalite) the writes go one by one, and a process
+		// that dies between them leaves ids without an entry (skipped,
+		// then written whole by the next Enqueue of the same entries),
+		// never an entry that no index lists, which nothing would send.
+		var items, puts []types.TransactWriteItem
 		byMonth := map[string]map[int][]string{} // month -> bucket -> ids
 		pending := map[int][]string{}            // bucket -> ids
 		for _, e := range chunk {
-			items = append(items, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: entryItem(job, e)}})
+			puts = append(puts, types.TransactWriteItem{Put: &types.Put{TableName: aws.String(s.table), Item: entryItem(job, e)}})
 			m, b := e.At.UTC().Format("2006-01"), bucketOf(e.ID)
 			if byMonth[m] == nil {
 				byMonth[m] = map[int][]string{}
@@ -195,7 +200,7 @@ func (s *State) Enqueue(ctx context.Context, job string, l checkpoint.Lease, now
 				add(outboxMonthKey(job, m, b), "ids", byMonth[m][b])
 			}
 		}
-		if err := s.fencedTransact(ctx, job, l, now, items); err != nil {
+		if err := s.fencedTransact(ctx, job, l, now, append(items, puts...)); err != nil {
 			return 0, fmt.Errorf("enqueue deliveries of job %q: %w", job, err)
 		}
 	}
