@@ -281,6 +281,9 @@ func (c *cli) statementSend(ctx context.Context, sum *statementSummary, month, a
 	if resend && res.Resent == 0 && res.Failed == 0 {
 		return notFoundf("statement --resend --month %s: no statement of that month was e-mailed yet%s", month, map[bool]string{true: " to agency " + agency}[agency != ""])
 	}
+	if res.Failed > 0 && resend {
+		return fmt.Errorf("%d statement e-mail(s) could not be resent (a resend is not tried again: run statement --resend again): first: %s: %s", res.Failed, res.Failures[0].Target, res.Failures[0].Error)
+	}
 	if res.Failed > 0 {
 		return fmt.Errorf("%d statement e-mail(s) failed (later runs try again): first: %s: %s", res.Failed, res.Failures[0].Target, res.Failures[0].Error)
 	}
