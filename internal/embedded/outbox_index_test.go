@@ -9,6 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/reportjob/reportjob/internal/checkpoint"
 	"github.com/reportjob/reportjob/internal/outbox"
 )
 
@@ -17,16 +18,7 @@ import (
 // its next write makes the index from it, with every entry still pending,
 // and Pending answers from the index after that.
 func TestOutboxPendingIndexMadeFromAnOlderFile(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "s.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	t0 := time.Date(2026, 4, 4, 0, 0, 0, 0, time.UTC)
-	l, err := s.Acquire(t.Context(), "j", "me", t0, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, l, t0 := leasedStore(t)
 	var es []outbox.Entry
 	for i := range 5 {
 		es = append(es, outbox.Entry{ID: fmt.Sprintf("e%d", i), Kind: outbox.KindEvent, Target: "ep", At: t0})
@@ -38,17 +30,7 @@ func TestOutboxPendingIndexMadeFromAnOlderFile(t *testing.T) {
 	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket(bucketOutboxPending) }); err != nil {
 		t.Fatal(err)
 	}
-	pending := func(want ...string) {
-		t.Helper()
-		p, err := s.Pending(t.Context(), "j")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := p
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("Pending: %v, want %v", got, want)
-		}
-	}
+	pending := func(want ...string) { t.Helper(); wantPending(t, s, want...) }
 	pending("e1", "e2", "e3", "e4") // the whole outbox read
 	if err := s.Record(t.Context(), "j", l, t0, es[2].Delivered(t0)); err != nil {
 		t.Fatal(err)
@@ -71,16 +53,7 @@ func TestOutboxPendingIndexMadeFromAnOlderFile(t *testing.T) {
 // (read whole while the index is behind), never one sent, and the next
 // Enqueue brings the index up to date.
 func TestOutboxPendingIndexAfterAnOlderBinary(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "s.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	t0 := time.Date(2026, 4, 4, 0, 0, 0, 0, time.UTC)
-	l, err := s.Acquire(t.Context(), "j", "me", t0, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, l, t0 := leasedStore(t)
 	ev := func(id string) outbox.Entry {
 		return outbox.Entry{ID: id, Kind: outbox.KindEvent, Target: "ep", At: t0}
 	}
@@ -103,17 +76,7 @@ func TestOutboxPendingIndexAfterAnOlderBinary(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	pending := func(want ...string) {
-		t.Helper()
-		p, err := s.Pending(t.Context(), "j")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := p
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("Pending: %v, want %v", got, want)
-		}
-	}
+	pending := func(want ...string) { t.Helper(); wantPending(t, s, want...) }
 	pending("e2", "e3")
 	if _, err := s.Enqueue(t.Context(), "j", l, t0, []outbox.Entry{ev("e4")}); err != nil {
 		t.Fatal(err)
@@ -127,4 +90,32 @@ func TestOutboxPendingIndexAfterAnOlderBinary(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending("e2", "e3", "e4")
+}
+
+// wantPending checks that job "j"'s Pending is want.
+func wantPending(t *testing.T, s *Store, want ...string) {
+	t.Helper()
+	got, err := s.Pending(t.Context(), "j")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Pending: %v, want %v", got, want)
+	}
+}
+
+// leasedStore is a new store and a lease on its job "j" at t0.
+func leasedStore(t *testing.T) (*Store, checkpoint.Lease, time.Time) {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	t0 := time.Date(2026, 4, 4, 0, 0, 0, 0, time.UTC)
+	l, err := s.Acquire(t.Context(), "j", "me", t0, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, l, t0
 }
