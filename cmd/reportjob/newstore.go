@@ -75,10 +75,10 @@ func sinkURL(cfg *config.Config) string {
 
 // configWhere is the config file read, or what replaced it.
 func configWhere(cfg *config.Config) string {
-	if cfg.File == "" {
-		return "none (defaults and REPORTJOB_* variables; relative paths are relative to the working folder)"
+	if f := configFile(cfg); f != "" {
+		return f
 	}
-	return absPath(cfg.File)
+	return "none (defaults and REPORTJOB_* variables; relative paths are relative to the working folder)"
 }
 
 // configFile is the config file read, as an absolute path ("" when none was):

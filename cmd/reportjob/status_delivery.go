@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/reportjob/reportjob/internal/delivery"
 )
 
 // statusDelivery is the outbox as status shows it.
@@ -52,8 +54,9 @@ func (c *cli) statusDelivery(ctx context.Context, st *store) *statusDelivery {
 }
 
 // maxFailingShown is how many failing deliveries status prints (a month
-// of agencies without an address can be thousands).
-const maxFailingShown = 20
+// of agencies without an address can be thousands): as many as a pass's
+// summary lists.
+const maxFailingShown = delivery.MaxFailuresListed
 
 func printStatusDelivery(w io.Writer, d *statusDelivery) {
 	if d == nil {

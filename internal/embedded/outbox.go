@@ -123,7 +123,7 @@ func pendingIndex(tx *bolt.Tx, job string, ob *bolt.Bucket, current bool) (*bolt
 			return fmt.Errorf("stored outbox entry %s: %w", k, err)
 		}
 		if r.Sent == "" {
-			return p.Put(bytes.Clone(k), nil)
+			return p.Put(bytes.Clone(k), []byte{})
 		}
 		return nil
 	})
