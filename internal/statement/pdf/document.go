@@ -258,7 +258,7 @@ func (d *sheet) headWith(iss, head string) string {
 // keep the same digits (docs/statements.md, Fonts and scripts).
 func wordable(l *locale.Locale, month string, extras []*extraFont) bool {
 	for _, r := range l.T("doc.title") + l.T("doc.issue_date") + l.Month(month) {
-		if glyphs.has[r] || unicode.IsSpace(r) {
+		if glyphs.has(r) || unicode.IsSpace(r) {
 			continue
 		}
 		if !slices.ContainsFunc(extras, func(e *extraFont) bool { return e.has(r) }) {

@@ -25,7 +25,7 @@ func FuzzRender(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, id, job, reason string) {
 		for _, r := range printable(id) {
-			if !glyphs.has[r] {
+			if !glyphs.has(r) {
 				t.Fatalf("printable(%q) keeps %U, which the fonts lack", id, r)
 			}
 		}

@@ -40,7 +40,15 @@ var fontFiles = []struct {
 type glyphSet struct {
 	once sync.Once
 	err  error
-	has  map[rune]bool
+	// bits has bit r set when r is in the set (the Basic Multilingual
+	// Plane: the Go fonts map nothing above it). A bit test, not a map:
+	// every rune of every text is looked up.
+	bits []uint64
+}
+
+// has reports whether every embedded font has a glyph for r.
+func (g *glyphSet) has(r rune) bool {
+	return r >= 0 && r <= 0xFFFF && g.bits[r>>6]&(1<<(uint(r)&63)) != 0
 }
 
 var glyphs glyphSet
@@ -49,7 +57,7 @@ var glyphs glyphSet
 // when all of them map it to a glyph other than .notdef (index 0).
 func (g *glyphSet) load() error {
 	g.once.Do(func() {
-		g.has = make(map[rune]bool)
+		g.bits = make([]uint64, 0x10000/64)
 		var buf sfnt.Buffer
 		for i, ff := range fontFiles {
 			f, err := sfnt.Parse(ff.ttf)
@@ -59,15 +67,15 @@ func (g *glyphSet) load() error {
 			}
 			// The Go fonts map nothing above the Basic Multilingual Plane.
 			for r := rune(0x20); r <= 0xFFFF; r++ {
-				if i > 0 && !g.has[r] {
+				if i > 0 && !g.has(r) {
 					continue
 				}
 				idx, err := f.GlyphIndex(&buf, r)
 				ok := err == nil && idx != 0
 				if i == 0 && ok {
-					g.has[r] = true
+					g.bits[r>>6] |= 1 << (uint(r) & 63)
 				} else if !ok {
-					delete(g.has, r)
+					g.bits[r>>6] &^= 1 << (uint(r) & 63)
 				}
 			}
 		}
@@ -87,7 +95,7 @@ func printable(s string) string {
 		switch {
 		case r == '\t' || r == '\n' || r == '\r':
 			b.WriteByte(' ')
-		case unicode.IsControl(r) || !glyphs.has[r]:
+		case unicode.IsControl(r) || !glyphs.has(r):
 			b.WriteRune(Replacement)
 		default:
 			b.WriteRune(r)

@@ -53,7 +53,8 @@ func (d *sheet) extraHas(r rune) bool {
 // neutral run (spaces, punctuation) between two runs of one direction takes
 // it, otherwise the line's. s without Hebrew is returned as is.
 func visual(s string, auto bool) string {
-	if !strings.ContainsFunc(s, hebrewLetter) {
+	// A Hebrew letter's UTF-8 starts with 0xD6 (U+05BE) or 0xD7.
+	if strings.IndexByte(s, 0xD7) < 0 && strings.IndexByte(s, 0xD6) < 0 || !strings.ContainsFunc(s, hebrewLetter) {
 		return s
 	}
 	type span struct {

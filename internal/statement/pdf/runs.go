@@ -50,13 +50,16 @@ func prep(s string) string {
 		return s
 	}
 	s = norm.NFC.String(s)
+	if !needsPrep(s) {
+		return s // what the loop below would build again, rune by rune
+	}
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
 		switch {
 		case r == '\t' || r == '\n' || r == '\r':
 			b.WriteByte(' ')
-		case unicode.Is(unicode.Cf, r) || r >= 0xFE00 && r <= 0xFE0F:
+		case invisible(r):
 			// Invisible: format characters (zero-width space and joiners,
 			// bidi controls, soft hyphen) and variation selectors.
 		case r == utf8.RuneError || unicode.IsControl(r):
@@ -68,40 +71,68 @@ func prep(s string) string {
 	return b.String()
 }
 
-// runs splits s (prepared) into runs by font.
+// invisible reports whether prep leaves r out.
+func invisible(r rune) bool { return unicode.Is(unicode.Cf, r) || r >= 0xFE00 && r <= 0xFE0F }
+
+// needsPrep reports whether prep's loop changes s: a rune it replaces or
+// leaves out (U+FFFD, which it writes as itself, counts too).
+func needsPrep(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r >= 0x7F && (r == utf8.RuneError || unicode.IsControl(r) || invisible(r)) {
+			return true
+		}
+	}
+	return false
+}
+
+// runs splits s (prepared) into runs by font. A run's text is a piece of
+// s itself unless a rune of it is printed as Replacement.
 func (d *sheet) runs(s string) []piece {
 	s = visual(prep(s), d.auto)
 	var out []piece
-	var b strings.Builder
-	cur := -1
-	for _, r := range s {
-		font := -1
+	cur, start := -1, 0
+	var rep []byte // the current run when a rune of it was replaced, else nil (s[start:i])
+	for i, r := range s {
+		font, pr := -1, r
 		if needsShaping(r) && !hebrewLetter(r) {
-			r = Replacement // never drawn unshaped (an agency id in such a script)
+			pr = Replacement // never drawn unshaped (an agency id in such a script)
 		}
-		if !glyphs.has[r] {
+		if !glyphs.has(pr) {
 			font = -2
 			for i, e := range d.extras {
-				if e.has(r) {
+				if e.has(pr) {
 					font = i
 					break
 				}
 			}
 			if font == -2 {
-				font, r = -1, Replacement
+				font, pr = -1, Replacement
 			}
 		}
-		if font != cur && b.Len() > 0 {
-			out = append(out, piece{cur, b.String()})
-			b.Reset()
+		if font != cur && i > start {
+			out = append(out, runPiece(cur, s[start:i], rep))
+			start, rep = i, nil
 		}
 		cur = font
-		b.WriteRune(r)
+		if rep == nil && (pr != r || r == utf8.RuneError) {
+			rep = append(make([]byte, 0, len(s)-start+3), s[start:i]...)
+		}
+		if rep != nil {
+			rep = utf8.AppendRune(rep, pr)
+		}
 	}
-	if b.Len() > 0 {
-		out = append(out, piece{cur, b.String()})
+	if len(s) > start {
+		out = append(out, runPiece(cur, s[start:], rep))
 	}
 	return out
+}
+
+// runPiece is the run of font whose text is rep, or text when rep is nil.
+func runPiece(font int, text string, rep []byte) piece {
+	if rep != nil {
+		text = string(rep)
+	}
+	return piece{font, text}
 }
 
 // use selects the font of a run in the current family, style and size.
