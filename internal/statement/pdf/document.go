@@ -55,6 +55,10 @@ type sheet struct {
 	// furnishing: the running header and footer are being written
 	// (below bodyBottom by design).
 	furnishing bool
+	// memo keeps layouts for the next documents; events, while one is
+	// computed, its font events (see layoutMemo).
+	memo   *layoutMemo
+	events *[]fontEvent
 	// auto: a line's direction is that of its first strong character (a
 	// party's name and address), else left to right (see visual).
 	auto bool
@@ -127,7 +131,8 @@ func newSheet(s *statement.Agency, month time.Time, fonts []docFont, extras []*e
 	f.SetAutoPageBreak(false, 0)
 	f.SetCellMargin(cellMargin)
 	f.SetLineWidth(0.2)
-	d := &sheet{f: f, s: s, l: l, month: month, zone: zone, extras: extras, added: make([]bool, len(extras))}
+	d := &sheet{f: f, s: s, l: l, month: month, zone: zone, extras: extras, added: make([]bool, len(extras)),
+		memo: memoFor(extras)}
 	// The title in the document's own words; PDF metadata is UTF-16, any
 	// script prints in a viewer's title bar.
 	f.SetTitle(prep(fmt.Sprintf("%s %s · %s · %s", l.T("doc.title"), s.Doc.Number, d.name(s.Doc.Recipient.LegalName), l.Month(s.Month))), true)

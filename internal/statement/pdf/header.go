@@ -1,6 +1,9 @@
 package pdf
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // headMin is the smallest size of a column heading, in points: a heading
 // that does not fit its column at the table's size wraps onto two lines
@@ -10,8 +13,15 @@ const headMin = 6.0
 // ptMM is the height of a point in millimetres.
 const ptMM = 25.4 / 72
 
-// heading lays out a column heading: its lines and their size.
+// headLines lays out a column heading: its lines (read only) and their
+// size. It leaves the table's bold font current, at that size.
 func (d *sheet) headLines(t table, c column) ([]string, float64) {
+	k := layoutKey{kind: kindHead, size: t.size, w: c.w, auto: d.auto, text: c.title}
+	return d.memoized(k, func() ([]string, float64) { return d.headText(t, c) })
+}
+
+// headText is headLines without the memo.
+func (d *sheet) headText(t table, c column) ([]string, float64) {
 	avail := c.w - 2*cellMargin
 	d.font(familyDoc, "B", t.size)
 	title := prep(c.title)
@@ -25,7 +35,7 @@ func (d *sheet) headLines(t table, c column) ([]string, float64) {
 		}
 	}
 	d.font(familyDoc, "B", headMin)
-	lines := d.wrap(title, avail)
+	lines := slices.Clone(d.wrap(title, avail)) // changed below
 	if len(lines) > 2 {
 		lines = []string{lines[0], strings.Join(lines[1:], " ")}
 	}

@@ -141,16 +141,21 @@ func (d *sheet) use(r piece) {
 		d.apply(d.family, d.style, d.size)
 		return
 	}
-	fam := extraFamily(r.font)
-	if !d.added[r.font] {
+	d.embed(r.font)
+	d.apply(extraFamily(r.font), "", d.size)
+}
+
+// embed adds the i-th configured font to the document unless it has it.
+func (d *sheet) embed(i int) {
+	d.record(fontEvent{extra: i})
+	if !d.added[i] {
 		// Only a document whose text needs the font embeds it (a subset).
 		// The process's one copy of its bytes (6 MB for IPA Gothic): the
 		// patched fpdf only reads them while it cuts the subset.
-		e := d.extras[r.font]
-		d.f.AddUTF8FontFromBytesSum(fam, "", e.ttf, e.sum)
-		d.added[r.font] = true
+		e := d.extras[i]
+		d.f.AddUTF8FontFromBytesSum(extraFamily(i), "", e.ttf, e.sum)
+		d.added[i] = true
 	}
-	d.apply(fam, "", d.size)
 }
 
 // extraFamily is the family name of the i-th configured font.
@@ -159,6 +164,7 @@ func extraFamily(i int) string { return "x" + strconv.Itoa(i) }
 // apply sets fpdf's font unless it is already that one: every SetFont
 // writes an operator into the page.
 func (d *sheet) apply(family, style string, size float64) {
+	d.record(fontEvent{extra: -1, family: family, style: style, size: size})
 	if d.set.family == family && d.set.style == style && d.set.size == size {
 		return
 	}
@@ -249,7 +255,15 @@ const noLineStart = "、。，．・：；？！）］｝〕〉》」』】〙�
 
 // wrap breaks s into lines of at most w millimetres: at spaces, and
 // between any two ideographs or kana (which are not separated by spaces).
+// The lines are read only (memoized: see layoutMemo).
 func (d *sheet) wrap(s string, w float64) []string {
+	k := layoutKey{kind: kindWrap, family: d.family, style: d.style, size: d.size, w: w, auto: d.auto, text: s}
+	lines, _ := d.memoized(k, func() ([]string, float64) { return d.wrapText(s, w), 0 })
+	return lines
+}
+
+// wrapText is wrap without the memo.
+func (d *sheet) wrapText(s string, w float64) []string {
 	s = prep(s)
 	if d.widthOf(d.runs(s)) <= w {
 		return []string{s}
