@@ -2352,7 +2352,7 @@ func (f *Fpdf) SetFont(familyStr, styleStr string, size float64) {
 		f.isCurrentUTF8 = false
 	}
 	if f.page > 0 {
-		f.outf("BT /F%s %.2f Tf ET", f.currentFont.i, f.fontSizePt)
+		f.outFontOp() // [reportjob patch] was f.outf("BT /F%s %.2f Tf ET", f.currentFont.i, f.fontSizePt)
 	}
 }
 
@@ -2367,7 +2367,7 @@ func (f *Fpdf) SetFontSize(size float64) {
 	f.fontSizePt = size
 	f.fontSize = size / f.k
 	if f.page > 0 {
-		f.outf("BT /F%s %.2f Tf ET", f.currentFont.i, f.fontSizePt)
+		f.outFontOp() // [reportjob patch] was f.outf("BT /F%s %.2f Tf ET", f.currentFont.i, f.fontSizePt)
 	}
 }
 
@@ -2377,7 +2377,7 @@ func (f *Fpdf) SetFontUnitSize(size float64) {
 	f.fontSizePt = size * f.k
 	f.fontSize = size
 	if f.page > 0 {
-		f.outf("BT /F%s %.2f Tf ET", f.currentFont.i, f.fontSizePt)
+		f.outFontOp() // [reportjob patch] was f.outf("BT /F%s %.2f Tf ET", f.currentFont.i, f.fontSizePt)
 	}
 }
 
@@ -2455,6 +2455,11 @@ func (f *Fpdf) Bookmark(txtStr string, level int, y float64) {
 // precisely on the page, but it is usually easier to use Cell(), MultiCell()
 // or Write() which are the standard methods to print text.
 func (f *Fpdf) Text(x, y float64, txtStr string) {
+	// [reportjob patch] The common case without fmt (reportjob_text.go).
+	if px, py := x*f.k, (f.h-y)*f.k; f.isCurrentUTF8 && !f.isRTL && !f.underline && !f.strikeout && finite(px) && finite(py) {
+		f.textUTF8(px, py, txtStr)
+		return
+	}
 	var txt2 string
 	if f.isCurrentUTF8 {
 		if f.isRTL {

@@ -1,0 +1,129 @@
+package fpdf
+
+import (
+	"bytes"
+	"math"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"golang.org/x/image/font/gofont/goregular"
+)
+
+// textUpstream is upstream's Text for a UTF-8 font, left to right, not
+// underlined or struck out: the line it writes, and the used runes.
+func textUpstream(f *Fpdf, x, y float64, txtStr string) string {
+	txt2 := f.escape(utf8toutf16(txtStr, false))
+	for _, uni := range txtStr {
+		f.currentFont.usedRunes[int(uni)] = int(uni)
+	}
+	s := sprintf("BT %.2f %.2f Td (%s) Tj ET", x*f.k, (f.h-y)*f.k, txt2)
+	if f.colorFlag {
+		s = sprintf("q %s %s Q", f.color.text.str, s)
+	}
+	return s + "\n"
+}
+
+// randomText is a string of runes from ASCII (with the escaped ones),
+// Latin-1, Greek, CJK and above the Basic Multilingual Plane.
+func randomText(rng *rand.Rand) string {
+	pool := []rune("a Z09\\()\r\n\t\x00é€ΣЖ東京\U0001F600\uFFFD\u00AD")
+	var b strings.Builder
+	for n := rng.Intn(12); n > 0; n-- {
+		b.WriteRune(pool[rng.Intn(len(pool))])
+	}
+	return b.String()
+}
+
+// TestTextSameBytes: Text writes upstream's line and used runes, for
+// random texts, coordinates (negative, huge, not finite) and colours.
+func TestTextSameBytes(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	coords := []float64{0, -0.0, 1.005, -3.14159, 12.345, 297, 1e9, -1e-9, 0.125, math.Inf(1), math.NaN()}
+	for i := 0; i < 3000; i++ {
+		text := randomText(rng)
+		x, y := coords[rng.Intn(len(coords))], coords[rng.Intn(len(coords))]
+		if rng.Intn(2) == 0 {
+			x, y = rng.Float64()*400-100, rng.Float64()*400-100
+		}
+		fonts := [2]*Fpdf{}
+		for k := range fonts {
+			f := New("P", "mm", "A4", "")
+			f.AddUTF8FontFromBytes("go", "", goregular.TTF)
+			f.AddPage()
+			f.SetFont("go", "", 10)
+			if i%3 == 0 {
+				f.SetTextColor(100, 100, 100)
+			}
+			fonts[k] = f
+		}
+		up, pa := fonts[0], fonts[1]
+		before := pa.pages[pa.page].Len()
+		want := textUpstream(up, x, y, text)
+		pa.Text(x, y, text)
+		if got := pa.pages[pa.page].String()[before:]; got != want {
+			t.Fatalf("Text(%v, %v, %q) = %q, upstream %q", x, y, text, got, want)
+		}
+		if !mapsEqual(up.currentFont.usedRunes, pa.currentFont.usedRunes) {
+			t.Fatalf("Text(%q): used runes differ", text)
+		}
+	}
+}
+
+// TestFontOpSameBytes: SetFont, SetFontSize and SetFontUnitSize write
+// upstream's operator.
+func TestFontOpSameBytes(t *testing.T) {
+	f := New("P", "mm", "A4", "")
+	f.AddUTF8FontFromBytes("go", "", goregular.TTF)
+	f.AddPage()
+	for _, size := range []float64{7.5, 8.125, 0.004, 11.5, 1e7, -2, math.Inf(1)} {
+		for _, set := range []func(){
+			func() { f.SetFont("go", "", size) },
+			func() { f.SetFontSize(size) },
+			func() { f.SetFontUnitSize(size / f.k) },
+		} {
+			before := f.pages[f.page].Len()
+			set()
+			want := sprintf("BT /F%s %.2f Tf ET\n", f.currentFont.i, f.fontSizePt)
+			if got := f.pages[f.page].String()[before:]; got != want {
+				t.Errorf("size %v: %q, upstream %q", size, got, want)
+			}
+		}
+	}
+}
+
+// TestUTF16Escaped: appendUTF16Escaped is escape(utf8toutf16(s, false)),
+// also for invalid UTF-8 that does not end inside a sequence.
+func TestUTF16Escaped(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	f := New("P", "mm", "A4", "")
+	for i := 0; i < 5000; i++ {
+		b := []byte(randomText(rng))
+		if rng.Intn(4) == 0 && len(b) > 0 {
+			b[rng.Intn(len(b))] = byte(rng.Intn(256))
+		}
+		s := string(b)
+		want, ok := func() (w string, ok bool) {
+			defer func() { ok = recover() == nil }()
+			return f.escape(utf8toutf16(s, false)), true
+		}()
+		if !ok {
+			continue // a sequence cut at the end: upstream panics too
+		}
+		if got := appendUTF16Escaped([]byte("x"), s); !bytes.Equal(got, []byte("x"+want)) {
+			t.Fatalf("%q: %q, upstream %q", s, got[1:], want)
+		}
+	}
+}
+
+func mapsEqual(a, b map[int]int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
