@@ -810,6 +810,11 @@ type fontDefType struct {
 	i            string        // 1-based position in font list, set by font loader, not this program
 	utf8File     *utf8FontFile // UTF-8 font
 	usedRunes    map[int]int   // Array of used runes
+	// [reportjob patch] runeSeen has bit r set when usedRunes maps r (0 <
+	// r < 0x800) to r, which nothing changes afterwards: Text looks a rune
+	// up there before the map (nil: in the map only). Shared by the
+	// definition's copies, as usedRunes is.
+	runeSeen *[0x800 / 64]uint64
 }
 
 // utf8FontIDs memoizes generateFontID for the UTF-8 fonts added from bytes

@@ -2003,7 +2003,7 @@ func (f *Fpdf) addFont(familyStr, styleStr, fileStr string, isUTF8 bool) {
 }
 
 func makeSubsetRange(end int) map[int]int {
-	answer := make(map[int]int)
+	answer := make(map[int]int, end) // [reportjob patch] sized: was make(map[int]int), grown four times
 	for i := 0; i < end; i++ {
 		answer[i] = 0
 	}
@@ -2120,6 +2120,7 @@ func (f *Fpdf) addFontFromBytes(familyStr, styleStr string, jsonFileBytes, zFile
 			Cw:        utf8File.CharWidths,
 			utf8File:  newUTF8FontSum(&fileReader{readerPosition: 0, array: utf8Bytes}, sum), // [reportjob patch] was utf8File
 			usedRunes: sbarr,
+			runeSeen:  new([0x800 / 64]uint64), // [reportjob patch] (reportjob_text.go)
 		}
 		def.i = utf8FontID(def, sum) // [reportjob patch] was generateFontID(def)
 		f.fonts[fontkey] = def

@@ -10,7 +10,9 @@ package fpdf
 // (%.2f of a finite number is strconv's 'f' with 2 digits; a number that
 // is not finite takes upstream's path) and store a rune only when the map
 // does not have it yet with its own value (the map starts with runes 0 to
-// 31 or 56 mapped to 0).
+// 31 or 56 mapped to 0); a rune below U+0800 that it has is found in a
+// bitset first (fontDefType.runeSeen: the map never drops a rune but 0,
+// which putfonts deletes and the bitset never holds).
 
 import (
 	"math"
@@ -23,10 +25,17 @@ func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
 // textUTF8 is Text for a UTF-8 font, !isRTL, !underline, !strikeout, at
 // finite coordinates in points (the caller checks all of these).
 func (f *Fpdf) textUTF8(px, py float64, txtStr string) {
-	used := f.currentFont.usedRunes
+	used, seen := f.currentFont.usedRunes, f.currentFont.runeSeen
 	for _, uni := range txtStr {
+		small := seen != nil && uni > 0 && uni < 0x800
+		if small && seen[uni>>6]&(1<<(uni&63)) != 0 {
+			continue
+		}
 		if v, ok := used[int(uni)]; !ok || v != int(uni) {
 			used[int(uni)] = int(uni)
+		}
+		if small {
+			seen[uni>>6] |= 1 << (uni & 63)
 		}
 	}
 	b := f.fmt.buf[:0]

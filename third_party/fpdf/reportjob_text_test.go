@@ -36,28 +36,31 @@ func randomText(rng *rand.Rand) string {
 }
 
 // TestTextSameBytes: Text writes upstream's line and used runes, for
-// random texts, coordinates (negative, huge, not finite) and colours.
+// random texts, coordinates (negative, huge, not finite) and colours, text
+// after text in one document (the used runes and their bitset grow).
 func TestTextSameBytes(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	coords := []float64{0, -0.0, 1.005, -3.14159, 12.345, 297, 1e9, -1e-9, 0.125, math.Inf(1), math.NaN()}
+	var docs [2]*Fpdf
+	for k := range docs {
+		f := New("P", "mm", "A4", "")
+		f.AddUTF8FontFromBytes("go", "", goregular.TTF)
+		f.AddPage()
+		f.SetFont("go", "", 10)
+		docs[k] = f
+	}
+	up, pa := docs[0], docs[1]
 	for i := 0; i < 3000; i++ {
 		text := randomText(rng)
 		x, y := coords[rng.Intn(len(coords))], coords[rng.Intn(len(coords))]
 		if rng.Intn(2) == 0 {
 			x, y = rng.Float64()*400-100, rng.Float64()*400-100
 		}
-		fonts := [2]*Fpdf{}
-		for k := range fonts {
-			f := New("P", "mm", "A4", "")
-			f.AddUTF8FontFromBytes("go", "", goregular.TTF)
-			f.AddPage()
-			f.SetFont("go", "", 10)
-			if i%3 == 0 {
-				f.SetTextColor(100, 100, 100)
-			}
-			fonts[k] = f
+		if i%7 == 0 {
+			grey := rng.Intn(2) * 100
+			up.SetTextColor(grey, grey, grey)
+			pa.SetTextColor(grey, grey, grey)
 		}
-		up, pa := fonts[0], fonts[1]
 		before := pa.pages[pa.page].Len()
 		want := textUpstream(up, x, y, text)
 		pa.Text(x, y, text)
