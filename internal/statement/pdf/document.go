@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -59,6 +60,8 @@ type sheet struct {
 	// computed, its font events (see layoutMemo).
 	memo   *layoutMemo
 	events *[]fontEvent
+	// pieces is runs' result, reused.
+	pieces []piece
 	// auto: a line's direction is that of its first strong character (a
 	// party's name and address), else left to right (see visual).
 	auto bool
@@ -111,7 +114,7 @@ func newSheet(s *statement.Agency, month time.Time, fonts []docFont, extras []*e
 	if !wordable(l, s.Month, extras) {
 		l = locale.English()
 	}
-	zone, err := time.LoadLocation(orUTC(s.Zone))
+	zone, err := loadZone(orUTC(s.Zone))
 	if err != nil {
 		zone = time.UTC
 	}
@@ -141,6 +144,25 @@ func newSheet(s *statement.Agency, month time.Time, fonts []docFont, extras []*e
 	d.font(familyDoc, "", 9)
 	f.AddPage()
 	return d
+}
+
+// zones are the time zones loaded, by name: a *time.Location is only read
+// once loaded, and there are as many as the zone database has names
+// (a name it lacks is not kept).
+var zones sync.Map // string -> *time.Location
+
+// loadZone is time.LoadLocation(name), which reads and parses the zone's
+// file each time, once per process and zone.
+func loadZone(name string) (*time.Location, error) {
+	if z, ok := zones.Load(name); ok {
+		return z.(*time.Location), nil
+	}
+	z, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, z)
+	return z, nil
 }
 
 // name is a party's name as printed: the agency id when the name is

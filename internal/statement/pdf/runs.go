@@ -86,10 +86,11 @@ func needsPrep(s string) bool {
 }
 
 // runs splits s (prepared) into runs by font. A run's text is a piece of
-// s itself unless a rune of it is printed as Replacement.
+// s itself unless a rune of it is printed as Replacement. The slice is
+// the sheet's: valid until the next call.
 func (d *sheet) runs(s string) []piece {
 	s = visual(prep(s), d.auto)
-	var out []piece
+	out := d.pieces[:0]
 	cur, start := -1, 0
 	var rep []byte // the current run when a rune of it was replaced, else nil (s[start:i])
 	for i, r := range s {
@@ -124,6 +125,7 @@ func (d *sheet) runs(s string) []piece {
 	if len(s) > start {
 		out = append(out, runPiece(cur, s[start:], rep))
 	}
+	d.pieces = out
 	return out
 }
 
@@ -230,10 +232,12 @@ func (d *sheet) put(x, y, w, h float64, rs []piece, tw float64, align string) {
 	if drawnBelow != nil && !d.furnishing && base > bodyBottom {
 		drawnBelow(d.f.PageNo(), base, rs)
 	}
-	for _, r := range rs {
+	for i, r := range rs {
 		d.use(r)
 		d.f.Text(tx, base, r.text)
-		tx += d.f.GetStringWidth(r.text)
+		if i < len(rs)-1 {
+			tx += d.f.GetStringWidth(r.text)
+		}
 	}
 }
 
