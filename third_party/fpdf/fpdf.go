@@ -992,14 +992,17 @@ func (f *Fpdf) GetStringSymbolWidth(s string) int {
 	}
 	w := 0
 	if f.isCurrentUTF8 {
+		// [reportjob patch] The widths and the missing width in locals:
+		// each was loaded through f again for every rune.
+		cw, missing := f.currentFont.Cw, f.currentFont.Desc.MissingWidth
 		for _, char := range s {
 			intChar := int(char)
-			if len(f.currentFont.Cw) >= intChar && f.currentFont.Cw[intChar] > 0 {
-				if f.currentFont.Cw[intChar] != 65535 {
-					w += f.currentFont.Cw[intChar]
+			if len(cw) >= intChar && cw[intChar] > 0 {
+				if cw[intChar] != 65535 {
+					w += cw[intChar]
 				}
-			} else if f.currentFont.Desc.MissingWidth != 0 {
-				w += f.currentFont.Desc.MissingWidth
+			} else if missing != 0 {
+				w += missing
 			} else {
 				w += 500
 			}
@@ -3994,7 +3997,8 @@ func (f *Fpdf) putstream(b []byte) {
 		f.protect.rc4(uint32(f.n), &b)
 	}
 	f.out("stream")
-	f.out(string(b))
+	f.outBytes(b) // [reportjob patch] was f.out(string(b)): a copy of the stream
+	f.out("")
 	f.out("endstream")
 }
 

@@ -59,7 +59,7 @@ func (f *Fpdf) textUTF8(px, py float64, txtStr string) {
 	f.outBytes(b)
 }
 
-// outBytes is out for b, which ends with its newline.
+// outBytes writes b as it is (out adds a newline).
 func (f *Fpdf) outBytes(b []byte) {
 	if f.state == 2 {
 		must(f.pages[f.page].Write(b))
