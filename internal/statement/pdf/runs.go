@@ -170,6 +170,14 @@ func (d *sheet) apply(family, style string, size float64) {
 	if d.set.family == family && d.set.style == style && d.set.size == size {
 		return
 	}
+	if d.set.family == family && d.set.style == style && size != 0 && !d.f.Err() {
+		// Only the size changes: SetFontSize writes SetFont's operator
+		// and sets what it would (the family's font stays fpdf's
+		// current one), without looking the font up again.
+		d.set.size = size
+		d.f.SetFontSize(size)
+		return
+	}
 	d.set.family, d.set.style, d.set.size = family, style, size
 	d.f.SetFont(family, style, size)
 }
