@@ -57,6 +57,12 @@ type fmtBuffer struct {
 }
 
 func (b *fmtBuffer) printf(fmtStr string, args ...interface{}) {
+	// [reportjob patch] Without fmt when appendFormat can (reportjob_format.go).
+	var scratch [256]byte
+	if s, ok := appendFormat(scratch[:0], fmtStr, args); ok {
+		b.Buffer.Write(s)
+		return
+	}
 	b.Buffer.WriteString(fmt.Sprintf(fmtStr, args...))
 }
 

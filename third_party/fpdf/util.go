@@ -51,7 +51,7 @@ func round(f float64) int {
 }
 
 func sprintf(fmtStr string, args ...interface{}) string {
-	return fmt.Sprintf(fmtStr, args...)
+	return fastSprintf(fmtStr, args) // [reportjob patch] was fmt.Sprintf(fmtStr, args...) (reportjob_format.go)
 }
 
 // fileExist returns true if the specified normal file exists
