@@ -88,6 +88,13 @@ func (g *glyphSet) load() error {
 // the fonts lack, every control character and every invalid UTF-8 byte
 // replaced by Replacement, one for one. It never fails: any string prints.
 func printable(s string) string {
+	same := true // printable ASCII the fonts have: the loop below gives s again
+	for i := 0; i < len(s) && same; i++ {
+		same = s[i] >= 0x20 && s[i] < 0x7F && glyphs.has(rune(s[i]))
+	}
+	if same {
+		return s
+	}
 	s = norm.NFC.String(s)
 	var b strings.Builder
 	b.Grow(len(s))
