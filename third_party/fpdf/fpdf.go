@@ -3796,7 +3796,7 @@ func (f *Fpdf) beginpage(orientationStr string, size SizeType) {
 	for box, pb := range f.defPageBoxes {
 		f.pageBoxes[f.page][box] = pb
 	}
-	f.pages = append(f.pages, bytes.NewBufferString(""))
+	f.pages = append(f.pages, newPageBuffer()) // [reportjob patch] was bytes.NewBufferString("")
 	f.pageLinks = append(f.pageLinks, make([]linkType, 0))
 	f.pageAttachments = append(f.pageAttachments, []annotationAttach{})
 	f.state = 2
@@ -4232,6 +4232,7 @@ func (f *Fpdf) putpages() {
 			f.putstream(f.pages[n].Bytes())
 		}
 		f.out("endobj")
+		f.releasePage(n) // [reportjob patch] written: its buffer goes to the next page (reportjob_pages.go)
 	}
 	// Pages root
 	f.offsets[1] = f.buffer.Len()

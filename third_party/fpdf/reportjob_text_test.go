@@ -5,7 +5,9 @@ import (
 	"math"
 	"math/rand"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/image/font/gofont/goregular"
 )
@@ -129,4 +131,49 @@ func mapsEqual(a, b map[int]int) bool {
 		}
 	}
 	return true
+}
+
+// TestPageBuffersReused: documents whose pages reuse the buffers of
+// documents written before (pageBuffers), one after the other and
+// concurrently, have the bytes they have when written first.
+func TestPageBuffersReused(t *testing.T) {
+	doc := func(lines int) []byte {
+		f := New("P", "mm", "A4", "")
+		f.AddUTF8FontFromBytes("go", "", goregular.TTF)
+		f.SetCompression(lines%2 == 0)
+		f.SetCatalogSort(true)
+		f.SetCreationDate(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		f.SetModificationDate(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		f.SetFont("go", "", 9)
+		for i := 0; i < lines; i++ {
+			if i%60 == 0 {
+				f.AddPage()
+			}
+			f.Text(10, 10+float64(i%60)*4, strings.Repeat("line (x) ", i%7+1))
+		}
+		var buf bytes.Buffer
+		if err := f.Output(&buf); err != nil {
+			t.Error(err)
+		}
+		return buf.Bytes()
+	}
+	sizes := []int{1, 200, 7, 130, 2, 61, 400, 3}
+	want := make([][]byte, len(sizes))
+	for i, n := range sizes {
+		want[i] = doc(n)
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for k := range sizes {
+				i := (k + g) % len(sizes)
+				if got := doc(sizes[i]); !bytes.Equal(got, want[i]) {
+					t.Errorf("document of %d lines: other bytes when written again", sizes[i])
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
 }

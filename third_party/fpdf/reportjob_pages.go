@@ -1,0 +1,38 @@
+package fpdf
+
+// [reportjob patch] Page content buffers, reused.
+//
+// A page's content grows in its own bytes.Buffer, by doubling, until
+// putpages writes it out (compressed or not): most of what a statement
+// allocated (a 720-period appendix page is about a megabyte of
+// operators). Once putpages has written a page, nothing reads its buffer
+// again (after Close the document writes to its own buffer, and a closed
+// document's methods are not to be called), so putpages hands it to
+// pageBuffers and leaves nil in its place, and AddPage takes an empty one
+// from there. A buffer is empty when a page gets it: the same bytes.
+
+import (
+	"bytes"
+	"sync"
+)
+
+// maxPooledPage is the largest buffer kept for another page.
+const maxPooledPage = 8 << 20
+
+var pageBuffers = sync.Pool{New: func() interface{} { return new(bytes.Buffer) }}
+
+// newPageBuffer is an empty buffer for a new page's content.
+func newPageBuffer() *bytes.Buffer {
+	b := pageBuffers.Get().(*bytes.Buffer)
+	b.Reset()
+	return b
+}
+
+// releasePage hands page n's buffer, written out, to the next page.
+func (f *Fpdf) releasePage(n int) {
+	b := f.pages[n]
+	f.pages[n] = nil
+	if b != nil && b.Cap() <= maxPooledPage {
+		pageBuffers.Put(b)
+	}
+}
