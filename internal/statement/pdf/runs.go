@@ -89,8 +89,17 @@ func needsPrep(s string) bool {
 // s itself unless a rune of it is printed as Replacement. The slice is
 // the sheet's: valid until the next call.
 func (d *sheet) runs(s string) []piece {
-	s = visual(prep(s), d.auto)
 	out := d.pieces[:0]
+	if goASCII(s) {
+		// What the loop below gives for printable ASCII the Go fonts
+		// have (prep and visual return it as it is): one run, s.
+		if s != "" {
+			out = append(out, piece{-1, s})
+		}
+		d.pieces = out
+		return out
+	}
+	s = visual(prep(s), d.auto)
 	cur, start := -1, 0
 	var rep []byte // the current run when a rune of it was replaced, else nil (s[start:i])
 	for i, r := range s {
@@ -127,6 +136,16 @@ func (d *sheet) runs(s string) []piece {
 	}
 	d.pieces = out
 	return out
+}
+
+// goASCII reports whether s is printable ASCII the Go fonts have.
+func goASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7F || !glyphs.has(rune(c)) {
+			return false
+		}
+	}
+	return true
 }
 
 // runPiece is the run of font whose text is rep, or text when rep is nil.
