@@ -4060,12 +4060,14 @@ func (f *Fpdf) outf(fmtStr string, args ...interface{}) {
 }
 
 func (f *Fpdf) putF64(v float64, prec int) {
-	f.put(f.fmtF64(v, prec))
+	// [reportjob patch] was f.put(f.fmtF64(v, prec)): the digits without a string
+	f.fmt.buf = appendFixed(f.fmt.buf[:0], v, prec)
+	f.outBytes(f.fmt.buf)
 }
 
 // fmtF64 converts the floating-point number f to a string with precision prec.
 func (f *Fpdf) fmtF64(v float64, prec int) string {
-	return string(strconv.AppendFloat(f.fmt.buf[:0], v, 'f', prec, 64))
+	return string(appendFixed(f.fmt.buf[:0], v, prec)) // [reportjob patch] was strconv.AppendFloat(…, 'f', prec, 64) (reportjob_fixed.go)
 }
 
 func (f *Fpdf) putInt(v int) {

@@ -58,7 +58,7 @@ func appendFormat(b []byte, format string, args []interface{}) ([]byte, bool) {
 			if prec < 0 {
 				prec = 6
 			}
-			b = strconv.AppendFloat(b, v, 'f', prec, 64)
+			b = appendFixed(b, v, prec) // strconv's digits (reportjob_fixed.go)
 		case verb == 's' && prec < 0:
 			v, ok := args[arg].(string)
 			if !ok {

@@ -14,10 +14,7 @@ package fpdf
 // bitset first (fontDefType.runeSeen: the map never drops a rune but 0,
 // which putfonts deletes and the bitset never holds).
 
-import (
-	"math"
-	"strconv"
-)
+import "math"
 
 // finite reports whether v is neither infinite nor NaN.
 func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
@@ -45,9 +42,9 @@ func (f *Fpdf) textUTF8(px, py float64, txtStr string) {
 		b = append(b, ' ')
 	}
 	b = append(b, "BT "...)
-	b = strconv.AppendFloat(b, px, 'f', 2, 64)
+	b = appendFixed(b, px, 2)
 	b = append(b, ' ')
-	b = strconv.AppendFloat(b, py, 'f', 2, 64)
+	b = appendFixed(b, py, 2)
 	b = append(b, " Td ("...)
 	b = appendUTF16Escaped(b, txtStr)
 	b = append(b, ") Tj ET"...)
@@ -78,7 +75,7 @@ func (f *Fpdf) outFontOp() {
 	b := append(f.fmt.buf[:0], "BT /F"...)
 	b = append(b, f.currentFont.i...)
 	b = append(b, ' ')
-	b = strconv.AppendFloat(b, f.fontSizePt, 'f', 2, 64)
+	b = appendFixed(b, f.fontSizePt, 2)
 	b = append(b, " Tf ET\n"...)
 	f.fmt.buf = b
 	f.outBytes(b)
