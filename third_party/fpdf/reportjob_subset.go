@@ -63,19 +63,32 @@ func (c *subsetCache) put(key string, s *utf8Subset) {
 	c.order = append(c.order, key)
 }
 
-// subsetKey is the font's sha256 and its used runes (each key and value
-// of usedRunes, in key order): what the subset is a function of.
+// subsetKey is the font's sha256 and its used runes: what the subset is
+// a function of. Every entry of usedRunes is in it once: a rune r below
+// U+0800 that maps to itself as a bit of the first bitmap, one that maps
+// to 0 as a bit of the second, any other entry (k, v) as two varints, in
+// key order (a bitmap is read in rune order: no sort but of the others,
+// the few runes above U+0800).
 func subsetKey(sum *[32]byte, usedRunes map[int]int) string {
-	keys := make([]int, 0, len(usedRunes))
-	for k := range usedRunes {
-		keys = append(keys, k)
+	const low = 0x800
+	b := make([]byte, len(sum)+2*low/8, len(sum)+2*low/8+64)
+	copy(b, sum[:])
+	self, zero := b[len(sum):len(sum)+low/8], b[len(sum)+low/8:]
+	var rest [][2]int
+	for k, v := range usedRunes {
+		switch {
+		case k >= 0 && k < low && v == k:
+			self[k>>3] |= 1 << (k & 7)
+		case k >= 0 && k < low && v == 0:
+			zero[k>>3] |= 1 << (k & 7)
+		default:
+			rest = append(rest, [2]int{k, v})
+		}
 	}
-	sort.Ints(keys)
-	b := make([]byte, 0, len(sum)+len(keys)*4)
-	b = append(b, sum[:]...)
-	for _, k := range keys {
-		b = binary.AppendVarint(b, int64(k))
-		b = binary.AppendVarint(b, int64(usedRunes[k]))
+	sort.Slice(rest, func(i, j int) bool { return rest[i][0] < rest[j][0] })
+	for _, kv := range rest {
+		b = binary.AppendVarint(b, int64(kv[0]))
+		b = binary.AppendVarint(b, int64(kv[1]))
 	}
 	return string(b)
 }

@@ -177,3 +177,39 @@ func TestPageBuffersReused(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestSubsetKey: two used-rune maps have the same subset key exactly
+// when they are equal.
+func TestSubsetKey(t *testing.T) {
+	rng := rand.New(rand.NewSource(5))
+	var sum [32]byte
+	random := func() map[int]int {
+		m := makeSubsetRange(57)
+		for n := rng.Intn(40); n > 0; n-- {
+			k := []int{rng.Intn(128), rng.Intn(0x900), 0x7FF, 0x800, rng.Intn(0x20000), -rng.Intn(3)}[rng.Intn(6)]
+			m[k] = []int{k, 0, rng.Intn(0x900)}[rng.Intn(3)]
+		}
+		for n := rng.Intn(3); n > 0; n-- {
+			delete(m, rng.Intn(60))
+		}
+		return m
+	}
+	maps := make([]map[int]int, 300)
+	for i := range maps {
+		maps[i] = random()
+	}
+	for i := 0; i < 100; i++ { // equal maps filled in another order
+		c := map[int]int{}
+		for k, v := range maps[i] {
+			c[k] = v
+		}
+		maps = append(maps, c)
+	}
+	for i := range maps {
+		for j := range maps {
+			if same, eq := subsetKey(&sum, maps[i]) == subsetKey(&sum, maps[j]), mapsEqual(maps[i], maps[j]); same != eq {
+				t.Fatalf("maps %v and %v: same key %v, equal %v", maps[i], maps[j], same, eq)
+			}
+		}
+	}
+}
