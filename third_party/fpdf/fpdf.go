@@ -3758,6 +3758,8 @@ func (f *Fpdf) Output(w io.Writer) error {
 	_, err := f.buffer.WriteTo(w)
 	if err != nil {
 		f.err = err
+	} else {
+		f.releaseDocBuffer() // [reportjob patch] (reportjob_pages.go)
 	}
 	return f.err
 }
@@ -5065,6 +5067,7 @@ func (f *Fpdf) enddoc() {
 	if f.err != nil {
 		return
 	}
+	f.takeDocBuffer() // [reportjob patch] (reportjob_pages.go)
 	f.layerEndDoc()
 	f.putheader()
 	// Embedded files

@@ -36,3 +36,34 @@ func (f *Fpdf) releasePage(n int) {
 		pageBuffers.Put(b)
 	}
 }
+
+// The document buffer, reused.
+//
+// enddoc writes the whole document (pages compressed, fonts, objects)
+// into f.buffer, which grew by doubling each time; Output then drains it
+// into its writer. enddoc now moves what the buffer holds (the few lines
+// written before the first page) to an array a document written before
+// left in docBuffers, and Output, once it has written the document out,
+// leaves the drained array there and f.buffer empty: a drained buffer is
+// empty anyway (another Output writes nothing, as upstream's did). When
+// Output's writer fails, the buffer is kept as it is.
+
+var docBuffers = sync.Pool{New: func() interface{} { return new([]byte) }}
+
+// takeDocBuffer moves f.buffer's bytes to a reused array.
+func (f *Fpdf) takeDocBuffer() {
+	p := docBuffers.Get().(*[]byte)
+	f.buffer.Buffer = *bytes.NewBuffer(append((*p)[:0], f.buffer.Bytes()...))
+}
+
+// releaseDocBuffer hands f.buffer's array, drained, to the next document.
+func (f *Fpdf) releaseDocBuffer() {
+	if f.buffer.Len() != 0 {
+		return
+	}
+	b := f.buffer.Bytes()[:0]
+	f.buffer.Buffer = bytes.Buffer{}
+	if cap(b) > 0 && cap(b) <= maxPooledPage {
+		docBuffers.Put(&b)
+	}
+}

@@ -133,9 +133,11 @@ func mapsEqual(a, b map[int]int) bool {
 	return true
 }
 
-// TestPageBuffersReused: documents whose pages reuse the buffers of
-// documents written before (pageBuffers), one after the other and
-// concurrently, have the bytes they have when written first.
+// TestPageBuffersReused: documents whose pages and document buffer reuse
+// the buffers of documents written before (pageBuffers, docBuffers), one
+// after the other and concurrently, have the bytes they have when
+// written first; a second Output writes nothing (upstream's drained
+// buffer).
 func TestPageBuffersReused(t *testing.T) {
 	doc := func(lines int) []byte {
 		f := New("P", "mm", "A4", "")
@@ -154,6 +156,10 @@ func TestPageBuffersReused(t *testing.T) {
 		var buf bytes.Buffer
 		if err := f.Output(&buf); err != nil {
 			t.Error(err)
+		}
+		var again bytes.Buffer
+		if err := f.Output(&again); err != nil || again.Len() != 0 {
+			t.Errorf("a second Output: %d bytes, %v", again.Len(), err)
 		}
 		return buf.Bytes()
 	}
