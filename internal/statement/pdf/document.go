@@ -93,13 +93,18 @@ func (r *Renderer) Render(w io.Writer, s *statement.Agency) error {
 	if err != nil {
 		return fmt.Errorf("render statement pdf: %w", err)
 	}
-	d := newSheet(s, month, fonts, r.extras)
+	return newSheet(s, month, fonts, r.extras).render(w)
+}
+
+// render lays the document out and writes it to w.
+func (d *sheet) render(w io.Writer) error {
 	d.page1()
 	d.chart()
 	d.days()
 	d.adjustments()
 	d.appendix()
 	d.furniture()
+	s := d.s
 	if err := d.f.Error(); err != nil {
 		return fmt.Errorf("render statement pdf for agency %q month %s: %w", s.AgencyID, s.Month, err)
 	}
