@@ -60,8 +60,9 @@ type sheet struct {
 	// computed, its font events (see layoutMemo).
 	memo   *layoutMemo
 	events *[]fontEvent
-	// pieces is runs' result, reused.
+	// pieces is runs' result, reused; units, cell's widths of runs.
 	pieces []piece
+	units  []int
 	// auto: a line's direction is that of its first strong character (a
 	// party's name and address), else left to right (see visual).
 	auto bool

@@ -217,6 +217,23 @@ func (d *sheet) widthOf(rs []piece) float64 {
 	return w
 }
 
+// widthAt is widthOf(rs) for runs of units[i] glyph units each; with rs
+// nil, their width in the current font size, the runs' fonts already
+// selected (only the size differs between them).
+func (d *sheet) widthAt(rs []piece, units []int) float64 {
+	w := 0.0
+	for i, u := range units {
+		if rs != nil {
+			d.use(rs[i])
+		}
+		if !d.f.Err() { // GetStringWidth's 0 otherwise
+			_, size := d.f.GetFontSize()
+			w += float64(u) * size / 1000
+		}
+	}
+	return w
+}
+
 // cell writes s in a cell of width w and height h at the cursor, shrinking
 // the font until it fits, and moves the cursor to the cell's right. align
 // is "L", "C" or "R".
@@ -228,10 +245,19 @@ func (d *sheet) cell(w, h float64, s, align string, fill bool) {
 	rs := d.runs(s)
 	size := d.size
 	avail := w - 2*cellMargin
-	tw := d.widthOf(rs)
+	// widthOf(rs), keeping each run's width in glyph units, which is the
+	// same at every size: a smaller size scales it as GetStringWidth
+	// does instead of reading the text again.
+	units := d.units[:0]
+	for _, r := range rs {
+		d.use(r)
+		units = append(units, d.f.GetStringSymbolWidth(r.text))
+	}
+	d.units = units
+	tw := d.widthAt(nil, units)
 	for d.size > 2 && tw > avail {
 		d.size -= 0.25
-		tw = d.widthOf(rs)
+		tw = d.widthAt(rs, units)
 	}
 	d.put(x, y, w, h, rs, tw, align)
 	d.size = size
