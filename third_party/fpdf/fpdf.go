@@ -2714,10 +2714,10 @@ func (f *Fpdf) CellFormat(w, h float64, txtStr, borderStr string, ln int,
 				if f.isRTL {
 					txtStr = reverseText(txtStr)
 				}
-				txt2 = f.escape(utf8toutf16(txtStr, false))
-				for _, uni := range txtStr {
-					f.currentFont.usedRunes[int(uni)] = int(uni)
-				}
+				// [reportjob patch] was f.escape(utf8toutf16(txtStr, false)) and
+				// usedRunes[r] = r for every rune (reportjob_text.go)
+				txt2 = string(appendUTF16Escaped(nil, txtStr))
+				f.markUsed(txtStr)
 			} else {
 
 				txt2 = strings.Replace(txtStr, "\\", "\\\\", -1)

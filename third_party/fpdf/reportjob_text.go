@@ -22,19 +22,7 @@ func finite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
 // textUTF8 is Text for a UTF-8 font, !isRTL, !underline, !strikeout, at
 // finite coordinates in points (the caller checks all of these).
 func (f *Fpdf) textUTF8(px, py float64, txtStr string) {
-	used, seen := f.currentFont.usedRunes, f.currentFont.runeSeen
-	for _, uni := range txtStr {
-		small := seen != nil && uni > 0 && uni < 0x800
-		if small && seen[uni>>6]&(1<<(uni&63)) != 0 {
-			continue
-		}
-		if v, ok := used[int(uni)]; !ok || v != int(uni) {
-			used[int(uni)] = int(uni)
-		}
-		if small {
-			seen[uni>>6] |= 1 << (uni & 63)
-		}
-	}
+	f.markUsed(txtStr)
 	b := f.fmt.buf[:0]
 	if f.colorFlag {
 		b = append(b, "q "...)
@@ -54,6 +42,24 @@ func (f *Fpdf) textUTF8(px, py float64, txtStr string) {
 	b = append(b, '\n')
 	f.fmt.buf = b
 	f.outBytes(b)
+}
+
+// markUsed does usedRunes[r] = r for every rune r of s (the current
+// font's), skipping what the map already has.
+func (f *Fpdf) markUsed(s string) {
+	used, seen := f.currentFont.usedRunes, f.currentFont.runeSeen
+	for _, uni := range s {
+		small := seen != nil && uni > 0 && uni < 0x800
+		if small && seen[uni>>6]&(1<<(uni&63)) != 0 {
+			continue
+		}
+		if v, ok := used[int(uni)]; !ok || v != int(uni) {
+			used[int(uni)] = int(uni)
+		}
+		if small {
+			seen[uni>>6] |= 1 << (uni & 63)
+		}
+	}
 }
 
 // outBytes writes b as it is (out adds a newline).
