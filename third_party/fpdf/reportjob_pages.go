@@ -16,8 +16,15 @@ import (
 	"sync"
 )
 
-// maxPooledPage is the largest buffer kept for another page.
-const maxPooledPage = 8 << 20
+// maxPooledPage is the largest buffer kept for another page (a
+// statement's pages hold up to about 120 KB), maxPooledDoc the largest
+// document buffer kept: what the pools hold stays about that much per
+// page and document being written at a time (and a pool is emptied by
+// the garbage collector when unused).
+const (
+	maxPooledPage = 256 << 10
+	maxPooledDoc  = 1 << 20
+)
 
 var pageBuffers = sync.Pool{New: func() interface{} { return new(bytes.Buffer) }}
 
@@ -63,7 +70,7 @@ func (f *Fpdf) releaseDocBuffer() {
 	}
 	b := f.buffer.Bytes()[:0]
 	f.buffer.Buffer = bytes.Buffer{}
-	if cap(b) > 0 && cap(b) <= maxPooledPage {
+	if cap(b) > 0 && cap(b) <= maxPooledDoc {
 		docBuffers.Put(&b)
 	}
 }
