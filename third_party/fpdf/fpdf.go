@@ -2716,7 +2716,8 @@ func (f *Fpdf) CellFormat(w, h float64, txtStr, borderStr string, ln int,
 				}
 				// [reportjob patch] was f.escape(utf8toutf16(txtStr, false)) and
 				// usedRunes[r] = r for every rune (reportjob_text.go)
-				txt2 = string(appendUTF16Escaped(nil, txtStr))
+				f.fmt.buf = appendUTF16Escaped(f.fmt.buf[:0], txtStr)
+				txt2 = string(f.fmt.buf)
 				f.markUsed(txtStr)
 			} else {
 
