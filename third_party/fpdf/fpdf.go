@@ -2012,7 +2012,10 @@ func (f *Fpdf) addFont(familyStr, styleStr, fileStr string, isUTF8 bool) {
 }
 
 func makeSubsetRange(end int) map[int]int {
-	answer := make(map[int]int, end) // [reportjob patch] sized: was make(map[int]int), grown four times
+	// [reportjob patch] sized for these and the runes a document adds
+	// (a statement: up to about 100 per font): was make(map[int]int),
+	// grown five times
+	answer := make(map[int]int, end+100)
 	for i := 0; i < end; i++ {
 		answer[i] = 0
 	}
