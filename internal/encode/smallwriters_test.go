@@ -104,3 +104,56 @@ func TestSmallWritersSameBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallWritersConcurrent: files written at the same time by several
+// goroutines, through the pools, have the bytes of new writers (run with
+// -race).
+func TestSmallWritersConcurrent(t *testing.T) {
+	l := report.LatestParquetLayout
+	opts, err := lineItemOptions(l, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := smallFileCases()
+	want := make([][]byte, len(files))
+	for k, f := range files {
+		recs := make([]lineItemRecord, len(f))
+		for i := range f {
+			recs[i], _ = toLineItemRecord(&f[i])
+		}
+		var b bytes.Buffer
+		if err := writeAll(&b, "transactions", recs, opts); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = b.Bytes()
+	}
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			errs <- func() error {
+				for pass := range 20 {
+					k := (g + pass) % len(files)
+					var b bytes.Buffer
+					lw := NewLineItemWriter(&b, l)
+					for i := range files[k] {
+						if err := lw.Write(&files[k][i]); err != nil {
+							return err
+						}
+					}
+					if err := lw.Close(); err != nil {
+						return err
+					}
+					if !bytes.Equal(b.Bytes(), want[k]) {
+						return fmt.Errorf("goroutine %d pass %d file %d: %d bytes, want %d (different)", g, pass, k, b.Len(), len(want[k]))
+					}
+				}
+				return nil
+			}()
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
