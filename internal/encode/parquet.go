@@ -260,39 +260,6 @@ func WriteAdjustmentsParquet(w io.Writer, rows []report.AdjustmentRow) error {
 	return writeSmall(w, "adjustments", recs, adjustmentWriters, bound)
 }
 
-// The writers of summary and adjustments files.
-var (
-	summaryWriters    = newSmallWriters[summaryRecord](parquetOptions())
-	adjustmentWriters = newSmallWriters[adjustmentRecord](parquetOptions())
-)
-
-// writeSmall writes recs, of bound, as one Parquet file to w with a
-// writer of ws.
-func writeSmall[T any](w io.Writer, what string, recs []T, ws *smallWriters[T], bound int) error {
-	pw, pooled := ws.get(w, bound, true)
-	err := writeWith(pw, what, recs)
-	if pooled && err == nil {
-		ws.put(pw)
-	}
-	return err
-}
-
-// writeAll writes recs as one Parquet file to w with a writer of opts.
-func writeAll[T any](w io.Writer, what string, recs []T, opts []parquet.WriterOption) error {
-	return writeWith(parquet.NewGenericWriter[T](w, opts...), what, recs)
-}
-
-// writeWith writes recs as one Parquet file with pw.
-func writeWith[T any](pw *parquet.GenericWriter[T], what string, recs []T) error {
-	if _, err := pw.Write(recs); err != nil {
-		return fmt.Errorf("write %s parquet: %w", what, err)
-	}
-	if err := pw.Close(); err != nil {
-		return fmt.Errorf("write %s parquet: close: %w", what, err)
-	}
-	return nil
-}
-
 // errLineItemWriterClosed is returned by Write and Close after Close.
 var errLineItemWriterClosed = errors.New("line item writer closed")
 

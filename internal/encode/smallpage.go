@@ -1,6 +1,7 @@
 package encode
 
 import (
+	"fmt"
 	"io"
 	"sync"
 
@@ -95,6 +96,39 @@ func resetWriter[T any](pw *parquet.GenericWriter[T], w io.Writer) {
 		}
 	}
 	pw.Reset(w)
+}
+
+// The writers of summary and adjustments files.
+var (
+	summaryWriters    = newSmallWriters[summaryRecord](parquetOptions())
+	adjustmentWriters = newSmallWriters[adjustmentRecord](parquetOptions())
+)
+
+// writeSmall writes recs, of bound, as one Parquet file to w with a
+// writer of ws.
+func writeSmall[T any](w io.Writer, what string, recs []T, ws *smallWriters[T], bound int) error {
+	pw, pooled := ws.get(w, bound, true)
+	err := writeWith(pw, what, recs)
+	if pooled && err == nil {
+		ws.put(pw)
+	}
+	return err
+}
+
+// writeAll writes recs as one Parquet file to w with a writer of opts.
+func writeAll[T any](w io.Writer, what string, recs []T, opts []parquet.WriterOption) error {
+	return writeWith(parquet.NewGenericWriter[T](w, opts...), what, recs)
+}
+
+// writeWith writes recs as one Parquet file with pw.
+func writeWith[T any](pw *parquet.GenericWriter[T], what string, recs []T) error {
+	if _, err := pw.Write(recs); err != nil {
+		return fmt.Errorf("write %s parquet: %w", what, err)
+	}
+	if err := pw.Close(); err != nil {
+		return fmt.Errorf("write %s parquet: close: %w", what, err)
+	}
+	return nil
 }
 
 // summaryBound is the bound of n summary or adjustment records: ten or
