@@ -57,3 +57,17 @@ func lineItemOptions(l report.ParquetLayout, dataset bool) ([]parquet.WriterOpti
 		parquet.MaxRowsPerRowGroup(lineItemRowGroupRows)}, lo.tags...)
 	return parquetOptions(opts...), nil
 }
+
+// agencyLineWriters makes the writers of the agencies' transactions files,
+// per layout.
+var agencyLineWriters = func() map[report.ParquetLayout]*smallWriters[lineItemRecord] {
+	m := make(map[report.ParquetLayout]*smallWriters[lineItemRecord], len(lineItemLayouts))
+	for l := range lineItemLayouts {
+		opts, err := lineItemOptions(l, false)
+		if err != nil {
+			panic(err)
+		}
+		m[l] = newSmallWriters[lineItemRecord](opts)
+	}
+	return m
+}()

@@ -237,7 +237,7 @@ func WriteSummaryParquet(w io.Writer, rows []report.SummaryRow) error {
 		recs[i] = rec
 	}
 	bound := summaryBound(len(recs), func(i int) int { return len(recs[i].AgencyID) + len(recs[i].Currency) })
-	return writeAll(w, "summary", recs, smallPageOptions(parquetOptions(), bound))
+	return writeSmall(w, "summary", recs, summaryWriters, bound)
 }
 
 // WriteAdjustmentsParquet writes rows, sorted by (agency, currency), as an
@@ -257,19 +257,7 @@ func WriteAdjustmentsParquet(w io.Writer, rows []report.AdjustmentRow) error {
 		}
 	}
 	bound := summaryBound(len(recs), func(i int) int { return len(recs[i].AgencyID) + len(recs[i].Currency) })
-	return writeAll(w, "adjustments", recs, smallPageOptions(parquetOptions(), bound))
-}
-
-// writeAll writes recs as one Parquet file to w with a writer of opts.
-func writeAll[T any](w io.Writer, what string, recs []T, opts []parquet.WriterOption) error {
-	pw := parquet.NewGenericWriter[T](w, opts...)
-	if _, err := pw.Write(recs); err != nil {
-		return fmt.Errorf("write %s parquet: %w", what, err)
-	}
-	if err := pw.Close(); err != nil {
-		return fmt.Errorf("write %s parquet: close: %w", what, err)
-	}
-	return nil
+	return writeSmall(w, "adjustments", recs, adjustmentWriters, bound)
 }
 
 // errLineItemWriterClosed is returned by Write and Close after Close.
@@ -297,11 +285,12 @@ var errLineItemWriterClosed = errors.New("line item writer closed")
 // in parallel, one goroutine each, and copied into the file in order
 // (rowgroups.go), the same bytes again. Close or abort must be called.
 type LineItemWriter struct {
-	// pw writes an agency's file (made by writer, at the first batch),
-	// with opts, to out.
-	pw   *parquet.GenericWriter[lineItemRecord]
-	out  io.Writer
-	opts []parquet.WriterOption
+	// pw writes an agency's file (made by writer, at the first batch,
+	// from writers; pooled: to give back once closed) to out.
+	pw      *parquet.GenericWriter[lineItemRecord]
+	pooled  bool
+	out     io.Writer
+	writers *smallWriters[lineItemRecord]
 	// rg, for a period's file, encodes its row groups in parallel
 	// (rowgroups.go) instead of pw.
 	rg    *rowGroupWriter
@@ -326,29 +315,29 @@ func NewLineItemWriter(w io.Writer, l report.ParquetLayout) *LineItemWriter {
 // newLineItemWriter returns a writer of a transactions file in layout l:
 // the period's (dataset) or an agency's.
 func newLineItemWriter(w io.Writer, l report.ParquetLayout, dataset bool) *LineItemWriter {
+	if !dataset {
+		ws, ok := agencyLineWriters[l]
+		if !ok {
+			return &LineItemWriter{err: fmt.Errorf("write line items: %w: %d", errBadLayout, l)}
+		}
+		return &LineItemWriter{out: w, writers: ws, batch: getLineBatch()}
+	}
 	opts, err := lineItemOptions(l, dataset)
 	if err != nil {
 		return &LineItemWriter{err: fmt.Errorf("write line items: %w", err)}
 	}
-	if dataset {
-		return &LineItemWriter{
-			rg:    newRowGroupWriter(w, opts),
-			batch: make([]lineItemRecord, 0, lineItemBatch),
-		}
+	return &LineItemWriter{
+		rg:    newRowGroupWriter(w, opts),
+		batch: make([]lineItemRecord, 0, lineItemBatch),
 	}
-	return &LineItemWriter{out: w, opts: opts, batch: getLineBatch()}
 }
 
-// writer returns the agency file's parquet-go writer, made at its first
-// batch: when that batch is the whole file (closing), with small pages if
-// it is small enough (smallpage.go).
+// writer returns the agency file's parquet-go writer, got at its first
+// batch: when that batch is the whole file (closing), a pooled one with
+// small pages if it is small enough (smallpage.go).
 func (lw *LineItemWriter) writer(closing bool) *parquet.GenericWriter[lineItemRecord] {
 	if lw.pw == nil {
-		opts := lw.opts
-		if closing {
-			opts = smallPageOptions(opts, lineItemsBound(lw.batch))
-		}
-		lw.pw = parquet.NewGenericWriter[lineItemRecord](lw.out, opts...)
+		lw.pw, lw.pooled = lw.writers.get(lw.out, lineItemsBound(lw.batch), closing)
 	}
 	return lw.pw
 }
@@ -395,6 +384,17 @@ func (lw *LineItemWriter) flushBatch(closing bool) error {
 	}
 	pw := lw.writer(closing)
 	b := lw.batch
+	if closing {
+		// The last batch (often the file's only one, of a few rows): no
+		// goroutine, nothing is left to overlap it with.
+		_, err := pw.Write(b)
+		clear(b)
+		lw.batch = b[:0]
+		if err != nil {
+			lw.err = fmt.Errorf("write line items: %w", err)
+		}
+		return lw.err
+	}
 	lw.inflight, lw.batch, lw.spare = b, lw.spare, nil
 	if lw.batch == nil {
 		lw.batch = getLineBatch()
@@ -449,6 +449,10 @@ func (lw *LineItemWriter) Close() error {
 		lw.err = fmt.Errorf("write line items: close: %w", err)
 		return lw.err
 	}
+	if lw.pooled {
+		lw.writers.put(lw.pw)
+	}
+	lw.pw = nil
 	lw.err = errLineItemWriterClosed
 	putLineBatch(lw.batch)
 	putLineBatch(lw.spare)

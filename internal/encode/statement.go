@@ -377,3 +377,10 @@ func WriteStatementCSV(w io.Writer, s *statement.Agency) error {
 func NewFile(dir, prefix, base, ext, contentType string, rows int64, enc func(io.Writer) error) (File, error) {
 	return encodeFile(dir, 0, prefix, base, ext, contentType, rows, enc)
 }
+
+// NewSmallFile is NewFile for an object usually small: held in memory
+// (File.Data) up to SmallFileBytes, in a temporary file in dir past that.
+// Discard gives its memory back.
+func NewSmallFile(dir, prefix, base, ext, contentType string, rows int64, enc func(io.Writer) error) (File, error) {
+	return encodeFile(dir, SmallFileBytes, prefix, base, ext, contentType, rows, enc)
+}

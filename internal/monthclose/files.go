@@ -89,11 +89,10 @@ func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.File
 				sem <- struct{}{}
 				go func() {
 					defer func() { <-sem; wg.Done() }()
-					fs, err := c.agencyFiles(s)
+					fs, err := c.agencyFiles(s, true)
 					for j, f := range fs {
-						if rerr := os.Rename(f.Path, c.agencyPath(f.Key)); rerr != nil {
-							f.Discard()
-							err = cmp.Or(err, rerr)
+						if perr := c.placeAgencyFile(f); perr != nil {
+							err = cmp.Or(err, perr)
 							continue
 						}
 						slots[i*nf+j] = f.Info()
@@ -149,6 +148,27 @@ func (c *Closer) agencyPath(key string) string {
 	return filepath.Join(c.Dir, "agency-"+hex.EncodeToString(h[:16]))
 }
 
+// placeAgencyFile puts f (from agencyFiles) at agencyPath of its key:
+// writes it there when it is in memory (a file's creation, write and
+// close: an agency's files are small, and a month has many), or renames
+// its temp file. f is discarded either way.
+func (c *Closer) placeAgencyFile(f encode.File) error {
+	p := c.agencyPath(f.Key)
+	if f.Path != "" {
+		err := os.Rename(f.Path, p)
+		if err != nil {
+			f.Discard()
+		}
+		return err
+	}
+	err := os.WriteFile(p, f.Data, 0o600)
+	f.Discard()
+	if err != nil {
+		_ = os.Remove(p)
+	}
+	return err
+}
+
 // agencyFile returns the agency file f (written by encodeStream) as an
 // encode.File.
 func (c *Closer) agencyFile(f report.FileInfo) encode.File {
@@ -183,15 +203,20 @@ func rows(stmts []*statement.Agency) int64 {
 	return int64(n)
 }
 
-// agencyFiles writes one agency's statement files.
-func (c *Closer) agencyFiles(s *statement.Agency) ([]encode.File, error) {
+// agencyFiles writes one agency's statement files: in temp files, or,
+// inMemory, in memory when small (placeAgencyFile puts them in place).
+func (c *Closer) agencyFiles(s *statement.Agency, inMemory bool) ([]encode.File, error) {
+	newFile := encode.NewFile
+	if inMemory {
+		newFile = encode.NewSmallFile
+	}
 	prefix := report.AgencyMonthPrefix(s.AgencyID, s.Month)
 	var out []encode.File
 	add := func(ok bool, ext, typ string, n int64, enc func(io.Writer) error) error {
 		if !ok {
 			return nil
 		}
-		f, err := encode.NewFile(c.Dir, prefix, statementBase, ext, typ, n, enc)
+		f, err := newFile(c.Dir, prefix, statementBase, ext, typ, n, enc)
 		if err != nil {
 			return fmt.Errorf("encode the %s statement of agency %q: %w", ext, s.AgencyID, err)
 		}

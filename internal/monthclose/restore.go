@@ -184,7 +184,7 @@ func (c *Closer) fromDelivered(ctx context.Context, man *Manifest, broken map[st
 		if s == nil || !anyBroken(broken, report.AgencyMonthPrefix(id, man.Month)) {
 			continue
 		}
-		fs, err := c.agencyFiles(s)
+		fs, err := c.agencyFiles(s, false)
 		out = append(out, fs...)
 		if err != nil {
 			return out, err
