@@ -70,6 +70,7 @@ type Sink struct {
 	dir     string   // absolute, cleaned
 	root    *os.Root // dir
 	dirFile *os.File // dir, open since New (Sync)
+	dirFD   int      // dirFile's descriptor (fast.go)
 	// sem serializes this process's conditional puts before they take
 	// the flock (which excludes other processes).
 	sem chan struct{}
@@ -78,6 +79,8 @@ type Sink struct {
 	tmpDir  string   // this Sink's temporary folder, "" until the first Put
 	tmpRoot *os.Root // tmpDir, where Put creates and stamps its files
 	tmpLock *os.File // its .lock, flocked while the Sink is open
+	tmpFile *os.File // tmpDir, open (fast.go)
+	tmpFD   int      // tmpFile's descriptor, -1 without the fast path
 	tmpSeq  atomic.Uint64
 
 	// Deferred Puts (sync.go).
@@ -126,7 +129,7 @@ func New(dir string) (*Sink, error) {
 		root.Close()
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
-	s := &Sink{dir: abs, root: root, dirFile: dirFile, sem: make(chan struct{}, 1)}
+	s := &Sink{dir: abs, root: root, dirFile: dirFile, dirFD: int(dirFile.Fd()), sem: make(chan struct{}, 1)}
 	s.sweepTemp()
 	return s, nil
 }
