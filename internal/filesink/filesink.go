@@ -2,9 +2,11 @@
 // the key "a/b/c.csv" is the file DIR/a/b/c.csv. Callers use it through
 // the portable sink.Bucket: sink.New(s), s from New(dir).
 //
-// Every file operation goes through an os.Root on DIR, so no key, symbolic
-// link or concurrent rename can reach outside the folder. Files are 0640
-// and the folders it creates 0750 (less when the umask says so).
+// Every file operation goes through an os.Root on DIR, or, for a Put's
+// own steps on Linux, through descriptors opened below it with
+// openat2(2) RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (fast.go), so no key,
+// symbolic link or concurrent rename can reach outside the folder. Files
+// are 0640 and the folders it creates 0750 (less when the umask says so).
 //
 // A Put is atomic: the body goes to a temporary file outside the visible
 // tree (in DIR/.reportjob-tmp/, see temp.go), which is fsynced and renamed
