@@ -7,6 +7,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
 
 // The per-object fast path. Each os.Root call resolves its path again,
@@ -44,6 +45,11 @@ import (
 // errSlow says that the fast path cannot do a step here: the caller takes
 // the os.Root path.
 var errSlow = errors.New("file sink: no fast path")
+
+// noOpenat2 is set once openat2(2) is found missing (Linux before 5.6) or
+// refused (a seccomp filter): from then on folders are resolved by os.Root
+// (a test sets it to run the os.Root path).
+var noOpenat2 atomic.Bool
 
 // fastKey reports whether key's folder can be resolved by the fast path:
 // a relative path of plain names ("" is DIR itself).

@@ -3,7 +3,6 @@ package filesink
 import (
 	"errors"
 	"os"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -13,10 +12,6 @@ import (
 // The per-object fast path on Linux (fast.go says what it does and why it
 // stays inside DIR). Each function answers errSlow when it cannot be used
 // here: the caller then does what the os.Root methods do.
-
-// noOpenat2 is set once openat2(2) is found missing (Linux before 5.6) or
-// refused (a seccomp filter): from then on folders are resolved by os.Root.
-var noOpenat2 atomic.Bool
 
 // openBeneath opens the folder rel (a clean relative path of plain names)
 // below the folder dirfd with one openat2(2) that the kernel confines to
