@@ -134,7 +134,9 @@ func (s *Sink) linkTemp(src string) (string, tempFile, error) {
 		return "", tempFile{}, err
 	}
 	f, err := openRWChild(dirfd, name, s.tmpPath(dir, name))
-	if errors.Is(err, errSlow) {
+	if err != nil {
+		// No fast path, or not a plain file (src a symbolic link, linked
+		// as such): os.Root decides, as it did.
 		f, err = r.OpenFile(name, os.O_RDWR, 0)
 	}
 	if err != nil {
