@@ -2,9 +2,11 @@
 // the key "a/b/c.csv" is the file DIR/a/b/c.csv. Callers use it through
 // the portable sink.Bucket: sink.New(s), s from New(dir).
 //
-// Every file operation goes through an os.Root on DIR, so no key, symbolic
-// link or concurrent rename can reach outside the folder. Files are 0640
-// and the folders it creates 0750 (less when the umask says so).
+// Every file operation goes through an os.Root on DIR, or, for a Put's
+// own steps on Linux, through descriptors opened below it with
+// openat2(2) RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (fast.go), so no key,
+// symbolic link or concurrent rename can reach outside the folder. Files
+// are 0640 and the folders it creates 0750 (less when the umask says so).
 //
 // A Put is atomic: the body goes to a temporary file outside the visible
 // tree (in DIR/.reportjob-tmp/, see temp.go), which is fsynced and renamed
@@ -70,6 +72,7 @@ type Sink struct {
 	dir     string   // absolute, cleaned
 	root    *os.Root // dir
 	dirFile *os.File // dir, open since New (Sync)
+	dirFD   int      // dirFile's descriptor (fast.go)
 	// sem serializes this process's conditional puts before they take
 	// the flock (which excludes other processes).
 	sem chan struct{}
@@ -78,6 +81,8 @@ type Sink struct {
 	tmpDir  string   // this Sink's temporary folder, "" until the first Put
 	tmpRoot *os.Root // tmpDir, where Put creates and stamps its files
 	tmpLock *os.File // its .lock, flocked while the Sink is open
+	tmpFile *os.File // tmpDir, open (fast.go)
+	tmpFD   int      // tmpFile's descriptor, -1 without the fast path
 	tmpSeq  atomic.Uint64
 
 	// Deferred Puts (sync.go).
@@ -126,7 +131,7 @@ func New(dir string) (*Sink, error) {
 		root.Close()
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
-	s := &Sink{dir: abs, root: root, dirFile: dirFile, sem: make(chan struct{}, 1)}
+	s := &Sink{dir: abs, root: root, dirFile: dirFile, dirFD: int(dirFile.Fd()), sem: make(chan struct{}, 1)}
 	s.sweepTemp()
 	return s, nil
 }

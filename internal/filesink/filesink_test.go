@@ -49,14 +49,25 @@ func hidden(t testing.TB, dir string) []string {
 	return out
 }
 
+// TestConformance runs the drivers' suite on the sink, with its fast path
+// (fast.go) and with os.Root's alone (no openat2).
 func TestConformance(t *testing.T) {
-	drivertest.RunHooks(t, func(t *testing.T) driver.Bucket { return newSink(t) }, drivertest.Hooks{
-		NoLeftovers: func(t *testing.T, d driver.Bucket) {
-			if tmp := hidden(t, d.(*Sink).Dir()); len(tmp) != 0 {
-				t.Fatalf("temporary files left: %q", tmp)
+	for _, root := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fast", true: "root"}[root], func(t *testing.T) {
+			if root {
+				was := noOpenat2.Load()
+				noOpenat2.Store(true)
+				t.Cleanup(func() { noOpenat2.Store(was) })
 			}
-		},
-	})
+			drivertest.RunHooks(t, func(t *testing.T) driver.Bucket { return newSink(t) }, drivertest.Hooks{
+				NoLeftovers: func(t *testing.T, d driver.Bucket) {
+					if tmp := hidden(t, d.(*Sink).Dir()); len(tmp) != 0 {
+						t.Fatalf("temporary files left: %q", tmp)
+					}
+				},
+			})
+		})
+	}
 }
 
 // TestFilesOnDisk checks the layout the sink leaves: the key's path,

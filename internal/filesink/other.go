@@ -28,4 +28,4 @@ func lockNow(*os.File) error { return nil }
 func tryLock(*os.File) bool { return false }
 
 // linkInto is not done here: the caller copies the file.
-func linkInto(*os.Root, string, string) error { return errors.ErrUnsupported }
+func linkInto(*os.Root, int, string, string) error { return errors.ErrUnsupported }

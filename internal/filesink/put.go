@@ -35,9 +35,6 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 			s.abandon(key, tmp, f)
 		}
 	}()
-	if err := f.Chmod(fileMode); err != nil {
-		return driver.Attrs{}, err
-	}
 	if _, err := body.Seek(0, io.SeekStart); err != nil {
 		return driver.Attrs{}, fmt.Errorf("body: %w", err)
 	}
@@ -78,7 +75,7 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 		if err := ctx.Err(); err != nil {
 			return driver.Attrs{}, err
 		}
-		if err := s.place(tmp, key, true); err != nil {
+		if err := s.place(tmp, t, key, true); err != nil {
 			return driver.Attrs{}, err
 		}
 		unlock()
@@ -108,7 +105,7 @@ func (s *Sink) placeNew(ctx context.Context, key, tmp string, t tempFile, durabl
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.place(tmp, key, durable); err != nil {
+	if err := s.place(tmp, t, key, durable); err != nil {
 		return nil, err
 	}
 	return fi, nil
@@ -165,9 +162,6 @@ func (s *Sink) PutFile(ctx context.Context, key, src string, size int64, opts dr
 	if !fi.Mode().IsRegular() || fi.Size() != size {
 		return driver.Attrs{}, fmt.Errorf("%w: %s is not a regular file of %d bytes", errors.ErrUnsupported, src, size)
 	}
-	if err := f.Chmod(fileMode); err != nil {
-		return driver.Attrs{}, err
-	}
 	if fi, err = s.placeNew(ctx, key, tmp, t, durable); err != nil {
 		return driver.Attrs{}, err
 	}
@@ -175,11 +169,15 @@ func (s *Sink) PutFile(ctx context.Context, key, src string, size int64, opts dr
 	return s.finish(key, f, fi, durable)
 }
 
-// place renames the temporary file tmp to key, creating key's folder
+// place renames the temporary file tmp (t) to key, creating key's folder
 // when the rename finds it missing (the usual folder exists: one rename,
 // no look-up before it); a Delete may remove a new, empty folder before
-// the rename: then it tries again. durable: as makeFolder's.
-func (s *Sink) place(tmp, key string, durable bool) error {
+// the rename: then it tries again. durable: as makeFolder's. It takes the
+// fast path (fast.go) where it can, else the os.Root path.
+func (s *Sink) place(tmp string, t tempFile, key string, durable bool) error {
+	if err := s.placeFast(t, key, durable); err == nil {
+		return nil
+	}
 	rel := path.Dir(key)
 	for attempt := 0; ; attempt++ {
 		err := s.root.Rename(tmp, key)
@@ -223,24 +221,37 @@ func etagOf(fi fs.FileInfo) string {
 }
 
 // stamp sets the modification time of the temporary file t to now, or
-// just after cur's when that is not earlier, fsyncs it (when durable) and
-// returns its FileInfo.
+// just after cur's when that is not earlier, and its mode to fileMode
+// (when it is not already: a file created under a strict umask, a linked
+// file), fsyncs it (when durable) and returns its FileInfo.
 func stamp(t tempFile, cur fs.FileInfo, durable bool) (fs.FileInfo, error) {
 	mtime := time.Now()
 	if cur != nil && !mtime.After(cur.ModTime()) {
 		mtime = cur.ModTime().Add(time.Nanosecond)
 	}
-	if err := t.dir.Chtimes(t.name, time.Time{}, mtime); err != nil {
+	err := setMtime(t.f, mtime)
+	if errors.Is(err, errSlow) {
+		err = t.dir.Chtimes(t.name, time.Time{}, mtime)
+	}
+	if err != nil {
 		return nil, err
+	}
+	fi, err := t.f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Mode() != fileMode {
+		if err := t.f.Chmod(fileMode); err != nil {
+			return nil, err
+		}
+		if fi, err = t.f.Stat(); err != nil {
+			return nil, err
+		}
 	}
 	if durable {
 		if err := syncFile(t.f); err != nil {
 			return nil, fmt.Errorf("sync temporary file: %w", err)
 		}
-	}
-	fi, err := t.f.Stat()
-	if err != nil {
-		return nil, err
 	}
 	return fi, nil
 }

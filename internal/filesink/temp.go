@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -38,21 +39,21 @@ func randomHex() string {
 	return hex.EncodeToString(b[:])
 }
 
-// tempFolder returns the Sink's own temporary folder (relative to DIR)
-// and a root on it, making and locking it on first use.
-func (s *Sink) tempFolder() (string, *os.Root, error) {
+// tempFolder returns the Sink's own temporary folder (relative to DIR),
+// a root on it and its descriptor, making and locking it on first use.
+func (s *Sink) tempFolder() (string, *os.Root, int, error) {
 	s.tmpMu.Lock()
 	defer s.tmpMu.Unlock()
 	if s.tmpDir != "" {
-		return s.tmpDir, s.tmpRoot, nil
+		return s.tmpDir, s.tmpRoot, s.tmpFD, nil
 	}
 	if err := s.root.MkdirAll(tmpArea, dirMode); err != nil {
-		return "", nil, fmt.Errorf("temporary folder: %w", err)
+		return "", nil, -1, fmt.Errorf("temporary folder: %w", err)
 	}
 	id := randomHex()
 	fresh := path.Join(tmpArea, tmpNewPrefix+id)
 	if err := s.root.Mkdir(fresh, dirMode); err != nil {
-		return "", nil, fmt.Errorf("temporary folder: %w", err)
+		return "", nil, -1, fmt.Errorf("temporary folder: %w", err)
 	}
 	f, err := s.root.OpenFile(path.Join(fresh, tmpLockName), os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
 	if err == nil {
@@ -69,8 +70,15 @@ func (s *Sink) tempFolder() (string, *os.Root, error) {
 		}
 	}
 	var r *os.Root
+	var d *os.File
 	if err == nil {
 		r, err = s.root.OpenRoot(final)
+		if err == nil {
+			// Opened through the root that it is (fast.go).
+			if d, err = r.Open("."); err != nil {
+				r.Close()
+			}
+		}
 		if err != nil {
 			f.Close()
 			fresh = final
@@ -78,18 +86,19 @@ func (s *Sink) tempFolder() (string, *os.Root, error) {
 	}
 	if err != nil {
 		s.root.RemoveAll(fresh)
-		return "", nil, fmt.Errorf("temporary folder: %w", err)
+		return "", nil, -1, fmt.Errorf("temporary folder: %w", err)
 	}
-	s.tmpDir, s.tmpRoot, s.tmpLock = final, r, f
-	return final, r, nil
+	s.tmpDir, s.tmpRoot, s.tmpLock, s.tmpFile, s.tmpFD = final, r, f, d, int(d.Fd())
+	return final, r, s.tmpFD, nil
 }
 
 // tempFile is an open temporary file: name in the root dir (the Sink's
-// temporary folder).
+// temporary folder), whose descriptor is dirfd (-1: none, fast.go).
 type tempFile struct {
-	f    *os.File
-	dir  *os.Root
-	name string
+	f     *os.File
+	dir   *os.Root
+	dirfd int
+	name  string
 }
 
 // createTemp creates a temporary file in the Sink's temporary folder and
@@ -97,36 +106,50 @@ type tempFile struct {
 // folder's own root (one name to resolve, not three), and named by a
 // counter: the folder is this Sink's alone.
 func (s *Sink) createTemp() (string, tempFile, error) {
-	dir, r, err := s.tempFolder()
+	dir, r, dirfd, err := s.tempFolder()
 	if err != nil {
 		return "", tempFile{}, err
 	}
 	name := tmpPrefix + strconv.FormatUint(s.tmpSeq.Add(1), 16)
-	f, err := r.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+	f, err := createChild(dirfd, name, s.tmpPath(dir, name))
+	if errors.Is(err, errSlow) {
+		f, err = r.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+	}
 	if err != nil {
 		return "", tempFile{}, fmt.Errorf("create temporary file: %w", err)
 	}
-	return dir + "/" + name, tempFile{f: f, dir: r, name: name}, nil
+	return dir + "/" + name, tempFile{f: f, dir: r, dirfd: dirfd, name: name}, nil
 }
 
 // linkTemp makes a temporary file of the Sink's temporary folder a hard
 // link to the file at src and opens it, as createTemp does (see linkInto
 // for the errors).
 func (s *Sink) linkTemp(src string) (string, tempFile, error) {
-	dir, r, err := s.tempFolder()
+	dir, r, dirfd, err := s.tempFolder()
 	if err != nil {
 		return "", tempFile{}, err
 	}
 	name := tmpPrefix + strconv.FormatUint(s.tmpSeq.Add(1), 16)
-	if err := linkInto(r, name, src); err != nil {
+	if err := linkInto(r, dirfd, name, src); err != nil {
 		return "", tempFile{}, err
 	}
-	f, err := r.OpenFile(name, os.O_RDWR, 0)
+	f, err := openRWChild(dirfd, name, s.tmpPath(dir, name))
+	if err != nil {
+		// No fast path, or not a plain file (src a symbolic link, linked
+		// as such): os.Root decides, as it did.
+		f, err = r.OpenFile(name, os.O_RDWR, 0)
+	}
 	if err != nil {
 		r.Remove(name)
 		return "", tempFile{}, fmt.Errorf("open linked file: %w", err)
 	}
-	return dir + "/" + name, tempFile{f: f, dir: r, name: name}, nil
+	return dir + "/" + name, tempFile{f: f, dir: r, dirfd: dirfd, name: name}, nil
+}
+
+// tmpPath is the name of the temporary file name in the temporary folder
+// dir, as os.Root names the files it opens.
+func (s *Sink) tmpPath(dir, name string) string {
+	return s.dir + string(filepath.Separator) + filepath.FromSlash(dir) + string(filepath.Separator) + name
 }
 
 // closeTemp removes the Sink's temporary folder and releases its lock.
@@ -136,10 +159,11 @@ func (s *Sink) closeTemp() {
 	if s.tmpDir == "" {
 		return
 	}
+	s.tmpFile.Close()
 	s.tmpRoot.Close()
 	s.root.RemoveAll(s.tmpDir)
 	s.tmpLock.Close()
-	s.tmpDir, s.tmpRoot, s.tmpLock = "", nil, nil
+	s.tmpDir, s.tmpRoot, s.tmpLock, s.tmpFile, s.tmpFD = "", nil, nil, nil, -1
 }
 
 // sweepTemp removes the temporary folders of dead processes (see above).

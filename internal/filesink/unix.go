@@ -88,21 +88,24 @@ func tryLock(f *os.File) bool {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
 }
 
-// linkInto makes name, in the folder of dir, a hard link to the file at
-// src. A missing src is an error; any other refusal (another file system,
-// a file system without hard links, too many links) wraps
-// errors.ErrUnsupported: the caller copies the file instead.
-func linkInto(dir *os.Root, name, src string) error {
+// linkInto makes name, in the folder dirfd (the root dir), a hard link
+// to the file at src. A missing src is an error; any other refusal
+// (another file system, a file system without hard links, too many links)
+// wraps errors.ErrUnsupported: the caller copies the file instead.
+func linkInto(dir *os.Root, dirfd int, name, src string) error {
 	abs, err := filepath.Abs(src)
 	if err != nil {
 		return fmt.Errorf("%w: link %s: %v", errors.ErrUnsupported, src, err)
 	}
-	d, err := dir.Open(".")
-	if err != nil {
-		return fmt.Errorf("open temporary folder: %w", err)
+	if dirfd < 0 {
+		d, err := dir.Open(".")
+		if err != nil {
+			return fmt.Errorf("open temporary folder: %w", err)
+		}
+		defer d.Close()
+		dirfd = int(d.Fd())
 	}
-	defer d.Close()
-	err = unix.Linkat(unix.AT_FDCWD, abs, int(d.Fd()), name, 0)
+	err = unix.Linkat(unix.AT_FDCWD, abs, dirfd, name, 0)
 	switch {
 	case err == nil:
 		return nil

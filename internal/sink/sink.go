@@ -189,6 +189,24 @@ func (b *Bucket) PutFile(ctx context.Context, key, path string, opts PutOptions)
 	if err := b.CheckKey(key); err != nil {
 		return Attrs{}, fmt.Errorf("put %s: %w", b.name(key), err)
 	}
+	if fp, ok := b.d.(driver.FilePutter); ok && !opts.IfNoneMatch && opts.IfMatch == "" {
+		// A stat, not an open: the driver opens the file it links (and
+		// checks it again there).
+		fi, err := os.Stat(path)
+		if err != nil {
+			return Attrs{}, fmt.Errorf("put %s: %w", b.name(key), err)
+		}
+		if !fi.Mode().IsRegular() {
+			return Attrs{}, fmt.Errorf("put %s: %s is not a regular file", b.name(key), path)
+		}
+		a, err := b.putLinked(ctx, fp, key, path, fi.Size(), opts)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			if err != nil {
+				return Attrs{}, fmt.Errorf("put %s: %w", b.name(key), err)
+			}
+			return a, nil
+		}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return Attrs{}, fmt.Errorf("put %s: %w", b.name(key), err)
@@ -200,15 +218,6 @@ func (b *Bucket) PutFile(ctx context.Context, key, path string, opts PutOptions)
 	}
 	if !fi.Mode().IsRegular() {
 		return Attrs{}, fmt.Errorf("put %s: %s is not a regular file", b.name(key), path)
-	}
-	if fp, ok := b.d.(driver.FilePutter); ok && !opts.IfNoneMatch && opts.IfMatch == "" {
-		a, err := b.putLinked(ctx, fp, key, path, fi.Size(), opts)
-		if !errors.Is(err, errors.ErrUnsupported) {
-			if err != nil {
-				return Attrs{}, fmt.Errorf("put %s: %w", b.name(key), err)
-			}
-			return a, nil
-		}
 	}
 	return b.Put(ctx, key, f, fi.Size(), opts)
 }
