@@ -101,14 +101,7 @@ func (s *Sink) syncFD(fd int, rel string) error {
 	if err != nil {
 		return fmt.Errorf("sync folder: %w", err)
 	}
-	err = syncFile(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync folder: %w", err)
-	}
-	return nil
+	return syncFolder(f)
 }
 
 // placeFast renames the temporary file t to key by the fast path (see

@@ -50,7 +50,12 @@ func (d folder) syncPath(rel string) error {
 	if err != nil {
 		return fmt.Errorf("sync folder: %w", err)
 	}
-	err = syncFile(f)
+	return syncFolder(f)
+}
+
+// syncFolder fsyncs the open folder f and closes it.
+func syncFolder(f *os.File) error {
+	err := syncFile(f)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
