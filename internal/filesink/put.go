@@ -114,7 +114,7 @@ func (s *Sink) placeNew(ctx context.Context, key, tmp string, t tempFile, durabl
 // finish closes the file placed at key and makes its name durable, or,
 // for a deferred Put (durable false), leaves that to Sync.
 func (s *Sink) finish(key string, f *os.File, fi fs.FileInfo, durable bool) (driver.Attrs, error) {
-	if !durable {
+	if !durable && fi.Size() >= writebackMin {
 		writeback(f)
 	}
 	if err := f.Close(); err != nil {

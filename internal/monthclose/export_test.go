@@ -7,3 +7,11 @@ func SetPartLimits(inline, part int) func() {
 	inlineEntries, partEntries = inline, part
 	return func() { inlineEntries, partEntries = oldInline, oldPart }
 }
+
+// SetAgencyPartLimits sets the most files and bytes one part of a
+// publication's intent names, and returns what puts them back.
+func SetAgencyPartLimits(files int, bytes int64) func() {
+	oldFiles, oldBytes := partFiles, partBytes
+	partFiles, partBytes = files, bytes
+	return func() { partFiles, partBytes = oldFiles, oldBytes }
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/report"
@@ -28,23 +29,25 @@ const (
 // encode is encodeStream for verify and a restore: every file as an
 // encode.File.
 func (c *Closer) encode(m string, bt *built, kept map[string][]report.FileInfo) ([]encode.File, error) {
-	files, agency, err := c.encodeStream(m, bt, kept)
+	files, agency, err := c.encodeStream(m, bt, kept, c.placeAgencyFile)
 	for _, f := range agency {
 		files = append(files, c.agencyFile(f))
 	}
 	return files, err
 }
 
-// encodeStream writes month m's files into the scratch folder: the
-// statements dataset file, the issuer's logo (document.go), each agency's
-// files per Formats (renders at a time) but those of the agencies in
-// kept, by agency folder (unchanged: their files are published again as
-// they are), and the
-// adjustments file when adjustments were booked. The statements are made
-// one at a time, in agency id order (stream.go). The month's own files are
-// returned as encode.Files; the agencies' files, many, only as what the
-// manifest lists of them: each is at agencyPath of its key.
-func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.FileInfo) ([]encode.File, []report.FileInfo, error) {
+// encodeStream writes month m's files: into the scratch folder the
+// statements dataset file, the issuer's logo (document.go) and the
+// adjustments file when adjustments were booked; and each agency's files
+// per Formats (renders at a time), but those of the agencies in kept, by
+// agency folder (unchanged: their files are published again as they
+// are), each handed to place as it is rendered (placeAgencyFile: at
+// agencyPath of its key; agencyPuts.add: uploaded). The statements are
+// made one at a time, in agency id order (stream.go). The month's own
+// files are returned as encode.Files; the agencies' files, many, only as
+// what the manifest lists of them. The first error of place stops the
+// rendering.
+func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.FileInfo, place func(encode.File) error) ([]encode.File, []report.FileInfo, error) {
 	var files []encode.File
 	nf := len(c.formats().names())
 	slots := make([]report.FileInfo, len(bt.ids)*nf) // agency i's files at [i*nf, (i+1)*nf)
@@ -74,7 +77,11 @@ func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.File
 			sem := make(chan struct{}, c.renders())
 			var wg sync.WaitGroup
 			defer wg.Wait()
+			var failed atomic.Bool
 			for i := range bt.ids {
+				if failed.Load() {
+					break // errs has why
+				}
 				s, err := bt.gen(i)
 				if err != nil {
 					return err
@@ -91,11 +98,15 @@ func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.File
 					defer func() { <-sem; wg.Done() }()
 					fs, err := c.agencyFiles(s, true)
 					for j, f := range fs {
-						if perr := c.placeAgencyFile(f); perr != nil {
+						info := f.Info()
+						if perr := place(f); perr != nil {
 							err = cmp.Or(err, perr)
 							continue
 						}
-						slots[i*nf+j] = f.Info()
+						slots[i*nf+j] = info
+					}
+					if err != nil {
+						failed.Store(true)
 					}
 					errs[i] = err
 				}()
@@ -184,14 +195,6 @@ func contentType(key string) string {
 		return encode.TypeCSV
 	default:
 		return encode.TypeParquet
-	}
-}
-
-// removeAgencyFiles removes the agency files of fs from the scratch
-// folder (those uploaded are gone already).
-func (c *Closer) removeAgencyFiles(fs []report.FileInfo) {
-	for _, f := range fs {
-		_ = os.Remove(c.agencyPath(f.Key))
 	}
 }
 

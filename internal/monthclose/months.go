@@ -28,6 +28,10 @@ type current struct {
 	raw     []byte
 	etag    string
 	intents []string // pending publications' intents
+	// named are the parts of the intent of the publication that wrote m
+	// (agencyput.go): every key they name is a file m lists, so its
+	// cleanup deletes them without reading them.
+	named []string
 }
 
 // final reports whether cur holds a final statement.
@@ -96,7 +100,7 @@ func (c *Closer) readMonth(ctx context.Context, m string, keys []string) (*curre
 		switch {
 		case k == report.MonthManifestKey(m):
 			has = true
-		case report.IsMonthIntentKey(m, k) && k != report.MonthIntentKey(m, c.RunID):
+		case report.IsMonthIntentKey(m, k) && !report.IsRunMonthIntentKey(m, c.RunID, k):
 			cur.intents = append(cur.intents, k)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 
@@ -41,10 +40,11 @@ type monthIntent struct {
 	Keys  []string `json:"keys"`
 }
 
-// publish uploads man's new files, writes man as the month's manifest with
-// a conditional write, and cleans up. It returns how many objects it
+// publish uploads man's new files (the agency files are uploaded already,
+// by up: agencyput.go), writes man as the month's manifest with a
+// conditional write, and cleans up. It returns how many objects it
 // uploaded.
-func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files []encode.File, agency []report.FileInfo) (int, error) {
+func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files []encode.File, up *agencyPuts) (int, error) {
 	m := man.Month
 	have := func(string) bool { return false }
 	if cur != nil && cur.m != nil {
@@ -64,21 +64,13 @@ func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files
 			todo = append(todo, f)
 		}
 	}
-	var todoAgency []report.FileInfo
-	for _, f := range agency {
-		if !have(f.Key) {
-			todoAgency = append(todoAgency, f)
-		}
-	}
 	mine := report.MonthIntentKey(m, c.RunID)
-	// The intent names the agency files uploaded; the manifest's parts,
-	// under manifests/month=M/, are found by listing it (unlisted).
-	if len(todo) > 0 || len(todoAgency) > 0 || len(man.ReplacedFiles) > 0 || man.parted() {
+	// The intent names the month's files uploaded (its parts, up.intents,
+	// the agency files); the manifest's parts, under manifests/month=M/,
+	// are found by listing it (unlisted).
+	if len(todo) > 0 || up.n > 0 || len(man.ReplacedFiles) > 0 || man.parted() {
 		in := monthIntent{RunID: c.RunID}
 		for _, f := range todo {
-			in.Keys = append(in.Keys, f.Key)
-		}
-		for _, f := range todoAgency {
 			in.Keys = append(in.Keys, f.Key)
 		}
 		ib, err := json.Marshal(in)
@@ -89,7 +81,7 @@ func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files
 			return 0, fmt.Errorf("publish the statements of %s: intent: %w", m, err)
 		}
 	}
-	if err := c.uploadAll(ctx, todo, todoAgency); err != nil {
+	if err := c.upload(ctx, todo); err != nil {
 		return 0, fmt.Errorf("publish the statements of %s: %w", m, err)
 	}
 	// The parts before the manifest that names them, each put as it is
@@ -124,8 +116,8 @@ func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files
 		intents = append(intents, cur.intents...)
 	}
 	intents = append(intents, mine)
-	next := &current{month: m, m: man, raw: body, intents: intents}
-	n := len(todo) + len(todoAgency)
+	next := &current{month: m, m: man, raw: body, intents: intents, named: up.intents}
+	n := len(todo) + up.n
 	if err := c.cleanup(ctx, next, true); err != nil {
 		return n, err
 	}
@@ -223,10 +215,10 @@ func (c *Closer) cleanup(ctx context.Context, cur *current, always bool) error {
 		}
 		c.Log.Info("deleted statement objects the month manifest does not list", "month", m, "count", len(del))
 	}
-	if err := c.deleteAll(ctx, cur.intents); err != nil {
+	if err := c.deleteAll(ctx, append(cur.named, cur.intents...)); err != nil {
 		return fmt.Errorf("clean the statements of %s: %w", m, err)
 	}
-	cur.intents = nil
+	cur.intents, cur.named = nil, nil
 	crashpoint.Hit(crashpoint.MonthAfterCleanup)
 	return nil
 }
@@ -237,31 +229,6 @@ func (c *Closer) put(ctx context.Context, key string, body []byte, opts sink.Put
 	}
 	_, err := c.bucket().PutBytes(ctx, key, body, opts)
 	return err
-}
-
-// uploadAll is upload of files and of the agency files of agency (each
-// removed from the scratch folder once uploaded).
-func (c *Closer) uploadAll(ctx context.Context, files []encode.File, agency []report.FileInfo) error {
-	err := c.each(len(files)+len(agency), func(i int) error {
-		var f encode.File
-		if i < len(files) {
-			f = files[i]
-		} else {
-			f = c.agencyFile(agency[i-len(files)])
-		}
-		if _, err := c.bucket().PutFile(ctx, f.Key, f.Path, sink.PutOptions{ContentType: f.ContentType, Defer: true}); err != nil {
-			return err
-		}
-		if i >= len(files) {
-			_ = os.Remove(f.Path)
-		}
-		crashpoint.Hit(crashpoint.MonthAfterUpload)
-		return nil
-	})
-	if err != nil || len(files)+len(agency) == 0 {
-		return err
-	}
-	return c.bucket().Sync(ctx)
 }
 
 // upload puts files, Concurrency at a time, checking the fence, and

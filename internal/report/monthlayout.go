@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/reportjob/reportjob/internal/keys"
@@ -55,6 +56,36 @@ func MonthManifestKey(month string) string { return MonthManifestPrefix(month) +
 // MonthIntentKey returns "manifests/month=M/pending-RUN.json".
 func MonthIntentKey(month, runID string) string {
 	return MonthManifestPrefix(month) + intentPrefix + runID + ".json"
+}
+
+// MonthIntentPartKey returns "manifests/month=M/pending-RUN-NNNNNN.json":
+// the n-th intent (from 1) of a publication that names its agency files
+// in parts, each written before the files it names are uploaded.
+func MonthIntentPartKey(month, runID string, n int) string {
+	return fmt.Sprintf("%s%s%s-%06d.json", MonthManifestPrefix(month), intentPrefix, runID, n)
+}
+
+// IsRunMonthIntentKey reports whether key is one of run runID's intents
+// of month M: MonthIntentKey or a MonthIntentPartKey.
+func IsRunMonthIntentKey(month, runID, key string) bool {
+	rest, ok := strings.CutPrefix(key, MonthManifestPrefix(month)+intentPrefix+runID)
+	if !ok || !IsMonthIntentKey(month, key) {
+		return false
+	}
+	n := strings.TrimSuffix(rest, ".json")
+	if n == "" {
+		return true
+	}
+	n, ok = strings.CutPrefix(n, "-")
+	if !ok || len(n) != 6 {
+		return false
+	}
+	for _, r := range n {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // IsMonthIntentKey reports whether key is an intent of month M's
