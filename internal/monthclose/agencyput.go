@@ -28,8 +28,10 @@ import (
 // other intent and its cleanup (publish) treat the parts as its own: the
 // cleanup deletes them with the rest, without reading them (every key
 // they name is an uploaded file the manifest lists). A publication that
-// fails before its manifest leaves its parts for the next close's cleanup,
-// as a crash does, once it has deleted what it can (abort).
+// fails while it renders or uploads deletes what it uploaded, then its
+// parts (abort), when it still may (not with its lease lost or its context
+// cancelled); what it leaves, and what a crash or a later failure (the
+// manifest's write) leaves, the next close's cleanup deletes.
 
 // The most files and bytes one part of a publication's intent names: a
 // part's files are held in memory until its intent is written.
