@@ -44,8 +44,8 @@ import (
 // the job encodes the next ones; Sync then waits for what is left (at 1M
 // line items, 0.10-0.23 s before, 0.02-0.03 s after). A small file is
 // left to the kernel's own write-back: started for each of the 120,000
-// files of a period and month of 20,000 agencies, it cost 7 s of system
-// time of the run's 17 and made it 4 s slower, Sync included.
+// files of a period and month of 20,000 agencies, it cost 7 of the run's
+// 17 s of system time and made the run 4 s slower, Sync included.
 //
 // A deferred Delete (DeleteDeferred: a publication's cleanup) removes the
 // file and the folders it leaves empty at once, and records the folder

@@ -219,8 +219,8 @@ func TestDurablePutsAfterDeferredOnes(t *testing.T) {
 
 // TestWritebackOfLargeFiles: a deferred Put starts the write-out of a file
 // of writebackMin bytes or more only; the kernel writes the small ones
-// with the rest (a period of 100,000 agencies has 400,000 files of a few
-// KB: a write-out started for each cost more CPU than Sync saved).
+// with the rest (a period and month of 20,000 agencies have 120,000 files
+// of a few KB: a write-out started for each cost more CPU than Sync saved).
 func TestWritebackOfLargeFiles(t *testing.T) {
 	ctx, _, b, l := syncSink(t)
 	writebackMin = 8

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/crashpoint"
 	"github.com/reportjob/reportjob/internal/encode"
+	"github.com/reportjob/reportjob/internal/publish"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/sink"
 )
@@ -19,8 +20,8 @@ import (
 // A month of many agencies has as many agency folders, and a key there is
 // found again only through an intent that names it (publish.go). The
 // agency files are uploaded as they are rendered, in parts: the uploader
-// gathers the files rendered (at most partFiles files and partBytes
-// bytes), writes an intent naming them (report.MonthIntentPartKey, a
+// gathers the files rendered (partFiles files, or partBytes bytes once
+// reached), writes an intent naming them (report.MonthIntentPartKey, a
 // durable put), and only then puts them, Concurrency at a time, while the
 // next part gathers. So every agency file in the sink is named by an
 // intent written before it, as with one intent, and no agency file is
@@ -54,7 +55,6 @@ type agencyPuts struct {
 	mu      sync.Mutex
 	err     error    // the first error; add refuses files after it
 	intents []string // the parts written, in order
-	keys    []string // the keys the parts name (abort deletes them)
 	n       int      // files uploaded
 }
 
@@ -190,7 +190,6 @@ func (u *agencyPuts) writeIntent(part []encode.File) error {
 	}
 	u.mu.Lock()
 	u.intents = append(u.intents, key)
-	u.keys = append(u.keys, in.Keys...)
 	u.mu.Unlock()
 	return nil
 }
@@ -201,24 +200,31 @@ func (u *agencyPuts) put(f encode.File) error {
 	if err := u.c.fence(); err != nil {
 		return err
 	}
-	opts := sink.PutOptions{ContentType: f.ContentType, Defer: true}
-	var err error
-	if f.Path != "" {
-		_, err = u.c.bucket().PutFile(u.ctx, f.Key, f.Path, opts)
-	} else {
-		_, err = u.c.bucket().PutBytes(u.ctx, f.Key, f.Data, opts)
-	}
+	_, err := publish.PutEncoded(u.ctx, u.c.bucket(), f)
 	return err
 }
 
 // abort deletes what a publication that failed before its manifest
-// uploaded, then its intents' parts; what it cannot delete is left, with
-// the parts, to the next close's cleanup. Called after finish.
+// uploaded (the keys its parts name, read back: a failure is rare, and a
+// month of many agencies has many keys to hold), then the parts; what it
+// cannot delete is left, with the parts, to the next close's cleanup.
+// Called after finish.
 func (u *agencyPuts) abort(ctx context.Context) {
 	if len(u.intents) == 0 {
 		return
 	}
-	err := u.c.deleteAll(ctx, u.keys)
+	var keys []string
+	var err error
+	for _, k := range u.intents {
+		var in monthIntent
+		if in, err = u.c.readIntent(ctx, k); err != nil {
+			break
+		}
+		keys = append(keys, in.Keys...)
+	}
+	if err == nil {
+		err = u.c.deleteAll(ctx, keys)
+	}
 	if err == nil {
 		err = u.c.bucket().Sync(ctx)
 	}

@@ -34,6 +34,10 @@ type current struct {
 	named []string
 }
 
+// hasFile reports whether key is a file of cur's statement (false when
+// there is none).
+func (cur *current) hasFile(key string) bool { return cur != nil && cur.m != nil && cur.m.hasFile(key) }
+
 // final reports whether cur holds a final statement.
 func (cur *current) final() bool { return cur != nil && cur.m != nil && cur.m.Final() }
 

@@ -46,9 +46,7 @@ type monthIntent struct {
 // uploaded.
 func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files []encode.File, up *agencyPuts) (int, error) {
 	m := man.Month
-	have := func(string) bool { return false }
 	if cur != nil && cur.m != nil {
-		have = cur.m.hasFile
 		man.PreviousSHA256 = report.SHA256Hex(cur.raw)
 		man.ReplacedFiles = nil
 		for _, f := range cur.m.Files {
@@ -60,7 +58,7 @@ func (c *Closer) publish(ctx context.Context, cur *current, man *Manifest, files
 	man.GeneratedAt, man.ToolVersion = c.now(), c.Version
 	var todo []encode.File
 	for _, f := range files {
-		if !have(f.Key) {
+		if !cur.hasFile(f.Key) {
 			todo = append(todo, f)
 		}
 	}

@@ -64,12 +64,8 @@ func (c *Closer) rebuild(ctx context.Context, months *monthSet, rec Record, m st
 	if prev != nil {
 		prev.release(bt.kept) // what is left of it is read for its keys
 	}
-	have := func(string) bool { return false }
-	if cur != nil && cur.m != nil {
-		have = cur.m.hasFile
-	}
 	t1 := time.Now()
-	up := c.newAgencyPuts(ctx, m, have)
+	up := c.newAgencyPuts(ctx, m, cur.hasFile)
 	files, agency, err := c.encodeStream(m, bt, bt.kept, up.add)
 	bt.gen = nil // the builder is no longer needed
 	defer removeFiles(files)

@@ -213,7 +213,7 @@ func (s *Session) upload(f encode.File, i int) (err error) {
 	if err := s.pb.fence(); err != nil {
 		return fmt.Errorf("publish %s: %w", s.p.Name(), err)
 	}
-	if _, err := putFile(s.ctx, s.pb.out(), f); err != nil {
+	if _, err := PutEncoded(s.ctx, s.pb.out(), f); err != nil {
 		if cause := context.Cause(s.ctx); cause != nil && !errors.Is(err, cause) && s.ctx.Err() != nil {
 			return cause
 		}
@@ -443,9 +443,10 @@ func (s *Session) Close(ctx context.Context) error {
 // removeTemp releases an uploaded (or abandoned) file.
 func removeTemp(f encode.File) { f.Discard() }
 
-// putFile stores the encoded file f at its key in b, from its temp file
-// or from memory; b's Sync makes it durable (Session.Wait).
-func putFile(ctx context.Context, b *sink.Bucket, f encode.File) (sink.Attrs, error) {
+// PutEncoded stores the encoded file f at its key in b, from its temp file
+// or from memory, as a deferred Put: b's Sync makes it durable
+// (Session.Wait; a month's statements: monthclose).
+func PutEncoded(ctx context.Context, b *sink.Bucket, f encode.File) (sink.Attrs, error) {
 	opts := sink.PutOptions{ContentType: f.ContentType, Defer: true}
 	if f.Path == "" {
 		return b.PutBytes(ctx, f.Key, f.Data, opts)
