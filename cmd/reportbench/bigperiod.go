@@ -45,9 +45,7 @@ func (b *bench) bigPeriod(ctx context.Context, agencies int) error {
 	if err != nil {
 		return err
 	}
-	if !b.keep {
-		defer os.RemoveAll(dir)
-	}
+	defer b.remove(dir)
 	reports := filepath.Join(dir, "reports")
 	cfg := filepath.Join(dir, "big.yaml")
 	body := fmt.Sprintf(`job_name: big

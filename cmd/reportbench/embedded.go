@@ -256,9 +256,7 @@ func (b *bench) runEmbedded(ctx context.Context, sizes []int) error {
 				row.setRatios(r.ReadPerSec)
 			}
 		}
-		if !b.keep {
-			os.RemoveAll(dir)
-		}
+		b.remove(dir)
 	}
 	return nil
 }
@@ -370,9 +368,7 @@ func (b *bench) ingestJSONL(ctx context.Context, sizes []int) error {
 		}
 		b.res.Ingest = append(b.res.Ingest, ingestRow{Backend: "embedded", Source: "jsonl", Size: n,
 			PerSec: float64(n) / (p.WallMS / 1000), FileBytes: size, Proc: p})
-		if !b.keep {
-			os.RemoveAll(dir)
-		}
+		b.remove(dir)
 	}
 	return nil
 }

@@ -95,6 +95,10 @@ type bench struct {
 	ddb  string
 	work string
 	keep bool
+	// noJournal is the device of the scratch folder when it is ext4
+	// without a journal: finished folders are then deleted at the end
+	// (disk.go).
+	noJournal string
 	// repeat is how many times the run scenario runs each job.
 	repeat int
 	log    io.Writer
@@ -172,6 +176,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	b.res = results{Machine: describeMachine(), Mode: mode, Sizes: sz, Started: time.Now().UTC()}
+	if b.noJournal = ext4NoJournal("/", b.work); b.noJournal != "" {
+		b.res.Machine.Disk = "ext4 without a journal (" + b.noJournal + ")"
+		if !b.keep {
+			b.logf("the scratch folder is on ext4 without a journal (%s): finished folders are deleted at the end, not between measurements (PERFORMANCE.md, \"How to measure\")", b.noJournal)
+			defer b.deleteTrash()
+		}
+	}
 	for _, p := range splitList(*scaleOnly) {
 		if !slices.Contains(scaleParts, p) {
 			return fmt.Errorf("-scaling-parts: unknown part %q (have %s)", p, strings.Join(scaleParts, ","))
@@ -264,6 +275,9 @@ type machine struct {
 	Kernel   string `json:"kernel"`
 	Go       string `json:"go"`
 	Binary   string `json:"binary,omitempty"`
+	// Disk says when the scratch folder's file system changes how the
+	// bench deletes (disk.go).
+	Disk string `json:"disk,omitempty"`
 }
 
 func describeMachine() machine {

@@ -55,9 +55,7 @@ func (b *bench) monthClose(ctx context.Context, agencies int) error {
 	if err != nil {
 		return err
 	}
-	if !b.keep {
-		defer os.RemoveAll(dir)
-	}
+	defer b.remove(dir)
 	reports := filepath.Join(dir, "reports")
 	dirFile := filepath.Join(dir, "agencies.csv")
 	row := monthCloseRow{Agencies: agencies}
