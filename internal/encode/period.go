@@ -17,7 +17,10 @@ type Formats struct{ CSV, Parquet bool }
 // Every agency with rows gets its files in its own folder in the Formats
 // asked. On error, or when Close is called early, what is not handed out
 // is removed; files handed out belong to out. A Writer is not safe for
-// concurrent use.
+// concurrent use. Agency files are encoded or finished by goroutines of
+// their own, a few at a time, while the caller goes on; out is called
+// from the caller's goroutine, in the order above, whatever order they
+// finish in.
 type Writer struct {
 	dir     string
 	p       report.Period
@@ -29,6 +32,15 @@ type Writer struct {
 	lines     *LineItemWriter
 	linesFile *tempFile
 	agency    *agencyLines
+	// closing are the agencies whose line-item files are being finished
+	// by goroutines of their own, in line order: handed out in that order.
+	closing []chan closed
+}
+
+// closed is an agency's finished line-item files, or why they are not.
+type closed struct {
+	files []File
+	err   error
 }
 
 // agencyLines are one agency's line-item files being written.
@@ -106,31 +118,65 @@ func (w *Writer) Adjustments(rows []report.AdjustmentRow) error {
 
 // agencyFiles writes, for each run of rows [lo, hi) of one agency (rows
 // are sorted by agency), that agency's base.csv and base.parquet files in
-// the Formats asked.
+// the Formats asked. The files are encoded by up to encoders goroutines
+// at once and handed out in that order.
 func (w *Writer) agencyFiles(n int, agency func(i int) string, base string, csv, parq func(x io.Writer, lo, hi int) error) error {
-	for lo := 0; lo < n; {
-		hi := lo + 1
-		for hi < n && agency(hi) == agency(lo) {
-			hi++
-		}
-		ap := report.AgencyPrefix(agency(lo), w.p)
-		for _, f := range []struct {
-			on       bool
-			ext, typ string
-			enc      func(x io.Writer, lo, hi int) error
-		}{{w.formats.CSV, "csv", TypeCSV, csv}, {w.formats.Parquet, "parquet", TypeParquet, parq}} {
-			if !f.on {
-				continue
-			}
-			if err := w.emit(encodeFile(w.dir, SmallFileBytes, ap, base, f.ext, f.typ, int64(hi-lo),
-				func(x io.Writer) error { return f.enc(x, lo, hi) })); err != nil {
-				return err
-			}
-		}
-		lo = hi
+	type result struct {
+		f   File
+		err error
 	}
-	return nil
+	pending := make(chan chan result, encoders)
+	stop := make(chan struct{})
+	go func() {
+		defer close(pending)
+		for lo := 0; lo < n; {
+			hi := lo + 1
+			for hi < n && agency(hi) == agency(lo) {
+				hi++
+			}
+			ap := report.AgencyPrefix(agency(lo), w.p)
+			for _, f := range []struct {
+				on       bool
+				ext, typ string
+				enc      func(x io.Writer, lo, hi int) error
+			}{{w.formats.CSV, "csv", TypeCSV, csv}, {w.formats.Parquet, "parquet", TypeParquet, parq}} {
+				if !f.on {
+					continue
+				}
+				c := make(chan result, 1)
+				select {
+				case pending <- c:
+				case <-stop:
+					return
+				}
+				go func(lo, hi int) {
+					f, err := encodeFile(w.dir, SmallFileBytes, ap, base, f.ext, f.typ, int64(hi-lo),
+						func(x io.Writer) error { return f.enc(x, lo, hi) })
+					c <- result{f, err}
+				}(lo, hi)
+			}
+			lo = hi
+		}
+	}()
+	var first error
+	for c := range pending {
+		r := <-c
+		if first != nil {
+			if r.err == nil {
+				r.f.Discard()
+			}
+			continue
+		}
+		if first = w.emit(r.f, r.err); first != nil {
+			close(stop)
+		}
+	}
+	return first
 }
+
+// encoders is how many agency files agencyFiles encodes at once: enough
+// to keep the CPUs busy while the uploads wait on the disk or network.
+const encoders = 4
 
 // Line adds one line item, in file order (agency, currency, sort key):
 // to the transactions dataset file and to its agency's transactions files.
@@ -189,6 +235,9 @@ func (w *Writer) EndLines() error {
 			return err
 		}
 	}
+	if err := w.handOut(0); err != nil {
+		return err
+	}
 	if err := w.lines.Close(); err != nil {
 		return w.fail(err)
 	}
@@ -220,27 +269,73 @@ func (w *Writer) startAgency(id string) error {
 func (w *Writer) endAgency() error {
 	a := w.agency
 	w.agency = nil
-	ap := report.AgencyPrefix(a.id, w.p)
+	c := make(chan closed, 1)
+	w.closing = append(w.closing, c)
+	go func() { c <- a.finish(report.AgencyPrefix(a.id, w.p)) }()
+	return w.handOut(maxClosing)
+}
+
+// maxClosing is how many agencies' line-item files may be finishing at
+// once.
+const maxClosing = 2
+
+// handOut hands out the finished agencies' files, in line order, until at
+// most keep agencies are left finishing; after an error it discards them.
+func (w *Writer) handOut(keep int) error {
+	for len(w.closing) > keep {
+		r := <-w.closing[0]
+		w.closing = w.closing[1:]
+		if r.err != nil {
+			w.fail(r.err)
+		}
+		for _, f := range r.files {
+			if w.err != nil {
+				f.Discard()
+				continue
+			}
+			w.emit(f, nil)
+		}
+	}
+	return w.err
+}
+
+// finish closes the agency's line-item files (CSV first) and returns them
+// as objects of the folder ap; on error it removes them.
+func (a *agencyLines) finish(ap string) closed {
+	var out closed
 	if a.csv != nil {
 		err := a.csv.Close()
-		if err != nil {
+		if err == nil {
+			var f File
+			if f, err = a.csvFile.finish(ap, "transactions", "csv", TypeCSV, a.csv.Rows()); err == nil {
+				out.files = append(out.files, f)
+			}
+		} else {
 			a.csvFile.discard()
-			a.discardParquet()
-			return w.fail(err)
 		}
-		if err := w.emit(a.csvFile.finish(ap, "transactions", "csv", TypeCSV, a.csv.Rows())); err != nil {
+		if err != nil {
 			a.discardParquet()
-			return err
+			return closed{err: err}
 		}
 	}
 	if a.parq != nil {
-		if err := a.parq.Close(); err != nil {
+		err := a.parq.Close()
+		if err == nil {
+			var f File
+			if f, err = a.parqFile.finish(ap, "transactions", "parquet", TypeParquet, a.parq.Rows()); err == nil {
+				out.files = append(out.files, f)
+			}
+		} else {
 			a.parqFile.discard()
-			return w.fail(err)
 		}
-		return w.emit(a.parqFile.finish(ap, "transactions", "parquet", TypeParquet, a.parq.Rows()))
+		if err != nil {
+			for _, f := range out.files {
+				f.Discard()
+			}
+			return closed{err: err}
+		}
 	}
-	return nil
+	return out
 }
 
 // Rejects makes the rejects file at path (n lines, written by collect) the
@@ -264,6 +359,10 @@ func (w *Writer) Duplicates(path string, n int64) error {
 // Close removes the temp files of what was not finished. It is safe to
 // call at any time and more than once.
 func (w *Writer) Close() {
+	if w.err == nil {
+		w.err = fmt.Errorf("%w", ErrClosed)
+	}
+	w.handOut(0)
 	if w.linesFile != nil {
 		w.lines.abort()
 		w.linesFile.discard()
@@ -273,8 +372,5 @@ func (w *Writer) Close() {
 		a.csvFile.discard()
 		a.discardParquet()
 		w.agency = nil
-	}
-	if w.err == nil {
-		w.err = fmt.Errorf("%w", ErrClosed)
 	}
 }
