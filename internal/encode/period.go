@@ -304,38 +304,34 @@ func (w *Writer) handOut(keep int) error {
 func (a *agencyLines) finish(ap string) closed {
 	var out closed
 	if a.csv != nil {
-		err := a.csv.Close()
-		if err == nil {
-			var f File
-			if f, err = a.csvFile.finish(ap, "transactions", "csv", TypeCSV, a.csv.Rows()); err == nil {
-				out.files = append(out.files, f)
-			}
-		} else {
-			a.csvFile.discard()
-		}
+		f, err := finishLines(a.csv.Close, a.csv.Rows, a.csvFile, ap, "csv", TypeCSV)
 		if err != nil {
 			a.discardParquet()
 			return closed{err: err}
 		}
+		out.files = append(out.files, f)
 	}
 	if a.parq != nil {
-		err := a.parq.Close()
-		if err == nil {
-			var f File
-			if f, err = a.parqFile.finish(ap, "transactions", "parquet", TypeParquet, a.parq.Rows()); err == nil {
-				out.files = append(out.files, f)
-			}
-		} else {
-			a.parqFile.discard()
-		}
+		f, err := finishLines(a.parq.Close, a.parq.Rows, a.parqFile, ap, "parquet", TypeParquet)
 		if err != nil {
 			for _, f := range out.files {
 				f.Discard()
 			}
 			return closed{err: err}
 		}
+		out.files = append(out.files, f)
 	}
 	return out
+}
+
+// finishLines closes a line-item writer (close, rows) and makes its file t
+// the object ap+transactions-HASH.ext; on error t is removed.
+func finishLines(close func() error, rows func() int64, t *tempFile, ap, ext, typ string) (File, error) {
+	if err := close(); err != nil {
+		t.discard()
+		return File{}, err
+	}
+	return t.finish(ap, "transactions", ext, typ, rows())
 }
 
 // Rejects makes the rejects file at path (n lines, written by collect) the
