@@ -150,9 +150,9 @@ func (w *Writer) agencyFiles(n int, agency func(i int) string, base string, csv,
 					return
 				}
 				go func(lo, hi int) {
-					f, err := encodeFile(w.dir, SmallFileBytes, ap, base, f.ext, f.typ, int64(hi-lo),
+					file, err := encodeFile(w.dir, SmallFileBytes, ap, base, f.ext, f.typ, int64(hi-lo),
 						func(x io.Writer) error { return f.enc(x, lo, hi) })
-					c <- result{f, err}
+					c <- result{file, err}
 				}(lo, hi)
 			}
 			lo = hi
