@@ -7,6 +7,8 @@
 #   scripts/bench.sh -only run       one scenario (run, ingest, ddbingest, growth, concurrency, bigperiod, ddbsplit, monthclose, scaling)
 #   scripts/bench.sh -only monthclose            a month of 10,000 agencies closes (--full: 100,000; -sizes N: N)
 #   scripts/bench.sh -only run -repeat 3   each job of the run scenario 3 times, the fastest counted
+#   scripts/bench.sh -only bigperiod -sizes 100000 -before /tmp/rj-old   that run also timed for a
+#                                    binary built before a change, in turns (-pairs 2: B A A B)
 # Extra arguments go to reportbench. Without Java/Node (no DynamoDB Local)
 # set RJBENCH_NO_SERVERS=1: the DynamoDB scenarios are then skipped.
 set -euo pipefail

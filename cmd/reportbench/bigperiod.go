@@ -35,6 +35,9 @@ type bigPeriodRow struct {
 	Proc      procResult `json:"proc"`
 	// Bare is the same files written by a bare loop (bareloop.go).
 	Bare bareLoop `json:"bare_loop"`
+	// Compare is the same run timed for -before and -bin in turns
+	// (compare.go), when -before is given.
+	Compare *compareResult `json:"compare,omitempty"`
 }
 
 // bigPeriod measures `run` over one hourly period of `agencies` agencies,
@@ -47,22 +50,8 @@ func (b *bench) bigPeriod(ctx context.Context, agencies int) error {
 	}
 	defer b.remove(dir)
 	reports := filepath.Join(dir, "reports")
-	cfg := filepath.Join(dir, "big.yaml")
-	body := fmt.Sprintf(`job_name: big
-store: {backend: embedded, embedded: {path: %q}}
-sink: {url: %q}
-report:
-  period: 1h
-  lateness: 2m
-  start: %q
-  line_items: true
-  agency_files: [csv, parquet]
-  max_periods_per_run: 1
-  recheck_after: []
-commission: {default_bps: 1000}
-log: {level: info}
-`, filepath.Join(dir, "store.db"), "file://"+reports, benchPeriod.Start.Format(time.RFC3339))
-	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+	cfg, err := writeBigConfig(dir)
+	if err != nil {
 		return err
 	}
 	file := filepath.Join(dir, "tx.jsonl")
@@ -103,8 +92,34 @@ log: {level: info}
 	if n := row.Unchanged.num("objects_written"); n != 0 {
 		return fmt.Errorf("bigperiod %d: the unchanged backfill wrote %.0f objects, want 0", agencies, n)
 	}
+	if b.before != "" {
+		if row.Compare, err = b.compareBig(ctx, agencies, file); err != nil {
+			return err
+		}
+	}
 	b.res.BigPeriod = append(b.res.BigPeriod, row)
 	return nil
+}
+
+// writeBigConfig writes the bigperiod scenario's config into dir (its
+// store and reports there too) and returns its path.
+func writeBigConfig(dir string) (string, error) {
+	cfg := filepath.Join(dir, "big.yaml")
+	body := fmt.Sprintf(`job_name: big
+store: {backend: embedded, embedded: {path: %q}}
+sink: {url: %q}
+report:
+  period: 1h
+  lateness: 2m
+  start: %q
+  line_items: true
+  agency_files: [csv, parquet]
+  max_periods_per_run: 1
+  recheck_after: []
+commission: {default_bps: 1000}
+log: {level: info}
+`, filepath.Join(dir, "store.db"), "file://"+filepath.Join(dir, "reports"), benchPeriod.Start.Format(time.RFC3339))
+	return cfg, os.WriteFile(cfg, []byte(body), 0o644)
 }
 
 // readBigManifest times reading the period's manifest from the folder:

@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -101,6 +102,10 @@ type bench struct {
 	noJournal string
 	// repeat is how many times the run scenario runs each job.
 	repeat int
+	// before is a reportjob binary timed against bin in the bigperiod
+	// scenario, pairs runs each (compare.go); "" for none.
+	before string
+	pairs  int
 	log    io.Writer
 	res    results
 }
@@ -129,13 +134,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	repeat := fs.Int("repeat", 0, "run: how many times to run each job, the fastest counted (default 3 with -full, else 1)")
 	scaleOnly := fs.String("scaling-parts", "", "scaling: the parts to run, of read,claims,put (default all)")
 	runSizes := fs.String("sizes", "", "override the sizes of every scenario with a comma-separated list (smoke runs)")
+	before := fs.String("before", "", "bigperiod: a reportjob binary built before a change, timed against -bin in turns")
+	pairs := fs.Int("pairs", 2, "bigperiod with -before: runs of each binary")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *bin == "" {
 		return fmt.Errorf("-bin is required")
 	}
-	b := &bench{bin: *bin, ddb: *ddb, keep: *keep, log: stderr, repeat: *repeat}
+	b := &bench{bin: *bin, ddb: *ddb, keep: *keep, log: stderr, repeat: *repeat, pairs: *pairs}
+	if *before != "" {
+		abs, err := filepath.Abs(*before)
+		if err != nil {
+			return fmt.Errorf("-before: %w", err)
+		}
+		if fi, err := os.Stat(abs); err != nil || fi.IsDir() {
+			return fmt.Errorf("-before %q: want a reportjob binary", *before)
+		}
+		b.before = abs
+	}
+	if *pairs < 1 {
+		return fmt.Errorf("-pairs %d: want 1 or more", *pairs)
+	}
 	sz, mode := smallSizes, "small"
 	if *full {
 		sz, mode = fullSizes, "full"

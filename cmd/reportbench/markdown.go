@@ -173,10 +173,30 @@ func writeMarkdown(w io.Writer, r *results) {
 				x.ReadManifestMS, x.ReadWholeMS, u.WallMS/1000, mb(u.PeakAnonKB), (u.UserMS+u.SysMS)/1000,
 				bl.WallMS/1000, (bl.UserMS+bl.SysMS)/1000, bl.SyncMS/1000)
 		}
+		for _, x := range r.BigPeriod {
+			writeCompareMarkdown(w, x.Agencies, x.Compare)
+		}
 	}
 	writeMonthCloseMarkdown(w, r.MonthClose)
 	writeScalingMarkdown(w, r.Scaling)
 	fmt.Fprintln(w)
+}
+
+// writeCompareMarkdown writes the before/after runs of a bigperiod row
+// (compare.go), in the order they ran.
+func writeCompareMarkdown(w io.Writer, agencies int, c *compareResult) {
+	if c == nil || len(c.Runs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n### The same run of %s agencies, before (`%s`) and after, in turns\n\n", count(agencies), c.Before)
+	fmt.Fprintln(w, "| # | binary | started (UTC) | load average | wall s (the period's part) | CPU s (user + system) | peak RssAnon MB |")
+	fmt.Fprintln(w, "|---:|---|---|---|---:|---:|---:|")
+	for i, r := range c.Runs {
+		p := r.Proc
+		fmt.Fprintf(w, "| %d | %s | %s | %s | %.1f (%.1f) | %.1f (%.1f + %.1f) | %.0f |\n", i+1, r.Binary, r.Started.Format("15:04:05"), r.Load,
+			p.WallMS/1000, p.PeriodMS/1000, (p.UserMS+p.SysMS)/1000, p.UserMS/1000, p.SysMS/1000, mb(p.PeakAnonKB))
+	}
+	fmt.Fprintf(w, "\nThe before binary's mean over the after binary's: wall %.2fx, CPU %.2fx.\n", c.WallRatio, c.CPURatio)
 }
 
 func mb(kb int64) float64 { return float64(kb) / 1024 }

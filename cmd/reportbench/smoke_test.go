@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSmoke runs every scenario of the harness at a tiny size, so that it
@@ -221,5 +222,54 @@ func checkScaling(t *testing.T, rows []scaleRow) {
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("scaling rows by kind %v, want %v", got, want)
+	}
+}
+
+// TestCompareBefore: with -before, the bigperiod scenario also times the
+// same run for both binaries in turns (B A A B with -pairs 2), each on a
+// fresh store that bills every transaction, and prints them in order
+// with the ratios of the means. Here both are the same binary; one is
+// called through a wrapper so that the runs can be told apart.
+func TestCompareBefore(t *testing.T) {
+	defer func(d time.Duration) { compareSettle = d }(compareSettle)
+	compareSettle = 0
+	dir, bin := buildBinary(t)
+	before := filepath.Join(dir, "before")
+	log := filepath.Join(dir, "before.log")
+	script := "#!/bin/sh\necho \"$*\" >> " + log + "\nexec " + bin + " \"$@\"\n"
+	if err := os.WriteFile(before, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, stdout, err := runBench(t, dir, "-bin", bin, "-before", before, "-sizes", "200", "-only", "bigperiod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.BigPeriod) != 1 || res.BigPeriod[0].Compare == nil {
+		t.Fatalf("big period rows %+v: want one with a comparison", res.BigPeriod)
+	}
+	c := res.BigPeriod[0].Compare
+	var order []string
+	for _, r := range c.Runs {
+		order = append(order, r.Binary)
+		if r.Proc.WallMS <= 0 || r.Proc.PeakAnonKB <= 0 || r.Proc.PeriodMS <= 0 || r.Proc.num("transactions") != 200 {
+			t.Errorf("compared run %+v: want 200 transactions billed, timed and sampled", r)
+		}
+	}
+	if want := []string{"before", "after", "after", "before"}; !slices.Equal(order, want) {
+		t.Errorf("runs in the order %v, want %v", order, want)
+	}
+	if c.WallRatio <= 0 || c.CPURatio <= 0 {
+		t.Errorf("ratios %v and %v, want both above 0", c.WallRatio, c.CPURatio)
+	}
+	// The before binary ran an ingest and a run for each of its two runs.
+	data, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs := strings.Count(string(data), " run --now"); runs != 2 || strings.Count(string(data), " ingest ") != 2 {
+		t.Errorf("the before binary was called as:\n%s\nwant 2 ingests and 2 runs", data)
+	}
+	if md := stdout.String(); !strings.Contains(md, "before (`"+before+"`) and after, in turns") || !strings.Contains(md, "wall ") {
+		t.Errorf("markdown lacks the comparison:\n%s", md)
 	}
 }
