@@ -196,7 +196,9 @@ func writeCompareMarkdown(w io.Writer, agencies int, c *compareResult) {
 		fmt.Fprintf(w, "| %d | %s | %s | %s | %.1f (%.1f) | %.1f (%.1f + %.1f) | %.0f |\n", i+1, r.Binary, r.Started.Format("15:04:05"), r.Load,
 			p.WallMS/1000, p.PeriodMS/1000, (p.UserMS+p.SysMS)/1000, p.UserMS/1000, p.SysMS/1000, mb(p.PeakAnonKB))
 	}
-	fmt.Fprintf(w, "\nThe before binary's mean over the after binary's: wall %.2fx, CPU %.2fx.\n", c.WallRatio, c.CPURatio)
+	if c.WallRatio > 0 {
+		fmt.Fprintf(w, "\nThe before binary's mean over the after binary's: wall %.2fx, CPU %.2fx.\n", c.WallRatio, c.CPURatio)
+	}
 }
 
 func mb(kb int64) float64 { return float64(kb) / 1024 }

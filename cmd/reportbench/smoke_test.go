@@ -272,4 +272,19 @@ func TestCompareBefore(t *testing.T) {
 	if md := stdout.String(); !strings.Contains(md, "before (`"+before+"`) and after, in turns") || !strings.Contains(md, "wall ") {
 		t.Errorf("markdown lacks the comparison:\n%s", md)
 	}
+
+	// A before binary that fails its run stops the bench, and the row
+	// made before the comparison is kept.
+	refuses := filepath.Join(dir, "refuses-run")
+	script = "#!/bin/sh\ncase \" $* \" in *\" run \"*) echo refused >&2; exit 3;; esac\nexec " + bin + " \"$@\"\n"
+	if err := os.WriteFile(refuses, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, _, err = runBench(t, t.TempDir(), "-bin", bin, "-before", refuses, "-sizes", "200", "-only", "bigperiod", "-pairs", "1")
+	if err == nil || !strings.Contains(err.Error(), "before: run") {
+		t.Fatalf("%v, want the before binary's failed run", err)
+	}
+	if len(res.BigPeriod) != 1 || res.BigPeriod[0].Tx != 200 || res.BigPeriod[0].Compare == nil || len(res.BigPeriod[0].Compare.Runs) != 0 {
+		t.Errorf("big period rows %+v: want the row, with a comparison of no runs", res.BigPeriod)
+	}
 }
