@@ -118,8 +118,9 @@ func (w *Writer) Adjustments(rows []report.AdjustmentRow) error {
 
 // agencyFiles writes, for each run of rows [lo, hi) of one agency (rows
 // are sorted by agency), that agency's base.csv and base.parquet files in
-// the Formats asked. The files are encoded by up to encoders goroutines
-// at once and handed out in that order.
+// the Formats asked. The files are encoded by goroutines of their own,
+// up to encoders ahead of the one handed out next, and handed out in
+// that order.
 func (w *Writer) agencyFiles(n int, agency func(i int) string, base string, csv, parq func(x io.Writer, lo, hi int) error) error {
 	type result struct {
 		f   File
@@ -174,8 +175,9 @@ func (w *Writer) agencyFiles(n int, agency func(i int) string, base string, csv,
 	return first
 }
 
-// encoders is how many agency files agencyFiles encodes at once: enough
-// to keep the CPUs busy while the uploads wait on the disk or network.
+// encoders is how many agency files agencyFiles encodes ahead of the one
+// it hands out next (so encoders+1 at most at once): enough to keep the
+// CPUs busy while the uploads wait on the disk or network.
 const encoders = 4
 
 // Line adds one line item, in file order (agency, currency, sort key):
