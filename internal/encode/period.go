@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/warm"
 )
 
 // Formats are the per-agency file formats (report.agency_files).
@@ -150,11 +151,12 @@ func (w *Writer) agencyFiles(n int, agency func(i int) string, base string, csv,
 				case <-stop:
 					return
 				}
-				go func(lo, hi int) {
+				lo, hi := lo, hi
+				warm.Go(func() {
 					file, err := encodeFile(w.dir, SmallFileBytes, ap, base, f.ext, f.typ, int64(hi-lo),
 						func(x io.Writer) error { return f.enc(x, lo, hi) })
 					c <- result{file, err}
-				}(lo, hi)
+				})
 			}
 			lo = hi
 		}
@@ -273,7 +275,7 @@ func (w *Writer) endAgency() error {
 	w.agency = nil
 	c := make(chan closed, 1)
 	w.closing = append(w.closing, c)
-	go func() { c <- a.finish(report.AgencyPrefix(a.id, w.p)) }()
+	warm.Go(func() { c <- a.finish(report.AgencyPrefix(a.id, w.p)) })
 	return w.handOut(maxClosing)
 }
 

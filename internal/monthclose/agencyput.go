@@ -12,6 +12,7 @@ import (
 	"github.com/reportjob/reportjob/internal/publish"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/sink"
+	"github.com/reportjob/reportjob/internal/warm"
 )
 
 // How a publication uploads its agencies' files (stated and enforced here
@@ -153,7 +154,7 @@ func (u *agencyPuts) run() {
 		for _, f := range part {
 			sem <- struct{}{}
 			wg.Add(1)
-			go func() {
+			warm.Go(func() {
 				defer func() { <-sem; wg.Done() }()
 				defer f.Discard()
 				if u.failed() != nil {
@@ -167,7 +168,7 @@ func (u *agencyPuts) run() {
 				u.n++
 				u.mu.Unlock()
 				crashpoint.Hit(crashpoint.MonthAfterUpload)
-			}()
+			})
 		}
 	}
 }

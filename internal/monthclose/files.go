@@ -16,6 +16,7 @@ import (
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/statement"
+	"github.com/reportjob/reportjob/internal/warm"
 )
 
 // statementBase names every agency's statement file:
@@ -94,7 +95,7 @@ func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.File
 				}
 				wg.Add(1)
 				sem <- struct{}{}
-				go func() {
+				warm.Go(func() {
 					defer func() { <-sem; wg.Done() }()
 					fs, err := c.agencyFiles(s, true)
 					for j, f := range fs {
@@ -109,7 +110,7 @@ func (c *Closer) encodeStream(m string, bt *built, kept map[string][]report.File
 						failed.Store(true)
 					}
 					errs[i] = err
-				}()
+				})
 			}
 			closed = true
 			return sw.Close()

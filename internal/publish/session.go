@@ -15,6 +15,7 @@ import (
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/report"
 	"github.com/reportjob/reportjob/internal/sink"
+	"github.com/reportjob/reportjob/internal/warm"
 )
 
 // Session is one publication of a period in progress.
@@ -169,7 +170,7 @@ func (s *Session) run() {
 		}
 		inflight++
 		s.uploads++
-		go func() { results <- s.upload(q.f, q.i) }()
+		warm.Go(func() { results <- s.upload(q.f, q.i) })
 	}
 	for inflight > 0 {
 		record(<-results)
