@@ -98,6 +98,8 @@ type Sink struct {
 	// folder: from then on a durable Put fsyncs every folder of its key,
 	// which may have been created by a deferred Put and not be durable yet.
 	deferred atomic.Bool
+	// flush writes deferred Puts' files out in the background (flush.go).
+	flush flusher
 }
 
 var (
@@ -132,6 +134,7 @@ func New(dir string) (*Sink, error) {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
 	s := &Sink{dir: abs, root: root, dirFile: dirFile, dirFD: int(dirFile.Fd()), sem: make(chan struct{}, 1)}
+	s.flush.usable = sync.OnceValue(func() bool { return syncfsUsable(dirFile) == nil })
 	s.sweepTemp()
 	return s, nil
 }
@@ -139,6 +142,7 @@ func New(dir string) (*Sink, error) {
 // Close removes the Sink's temporary folder and releases the folder. The
 // Sink must not be used afterwards.
 func (s *Sink) Close() error {
+	s.flush.wg.Wait()
 	s.closeTemp()
 	s.dirFile.Close()
 	return s.root.Close()

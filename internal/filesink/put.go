@@ -122,6 +122,7 @@ func (s *Sink) finish(key string, f *os.File, fi fs.FileInfo, durable bool) (dri
 	}
 	if !durable {
 		s.addPending(key)
+		s.noteDeferred(fi.Size())
 		return attrs(key, fi), nil
 	}
 	if err := s.syncFolders(key); err != nil {

@@ -46,6 +46,8 @@ import (
 // left to the kernel's own write-back: started for each of the 120,000
 // files of a period and month of 20,000 agencies, it cost 7 of the run's
 // 17 s of system time and made the run 4 s slower, Sync included.
+// Instead, every flushEvery bytes of deferred files start one syncfs of
+// the whole file system in the background (flush.go).
 //
 // A deferred Delete (DeleteDeferred: a publication's cleanup) removes the
 // file and the folders it leaves empty at once, and records the folder

@@ -135,3 +135,15 @@ func startWriteback(f *os.File) {
 	}
 	rc.Control(func(fd uintptr) { _ = unix.SyncFileRange(int(fd), 0, 0, unix.SYNC_FILE_RANGE_WRITE) })
 }
+
+// flushFS writes out the file system of the folder dir with syncfs(2) on
+// a descriptor of its own, and ignores the error (flush.go: Sync, on the
+// descriptor New opened, reports it).
+func flushFS(dir string) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	_ = unix.Syncfs(fd)
+	unix.Close(fd)
+}
