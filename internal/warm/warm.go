@@ -5,8 +5,9 @@
 // copying, doubling each time, as its calls go deeper. The job's per-file
 // tasks (encode an agency's Parquet file, render a statement, Put a file)
 // go deep, and a run has hundreds of thousands of them: with a goroutine
-// of their own each, copying stacks was about 4 % of a period's CPU
-// (`perf record`, 20,000 agencies). Go hands a task to a goroutine that
+// of their own each, copying stacks was about 4 % of a run's CPU
+// (`perf record`: a period of 20,000 agencies and its month's
+// statements). Go hands a task to a goroutine that
 // finished one before and waits for the next, so the stack is grown once
 // per goroutine, not once per task.
 //
