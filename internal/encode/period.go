@@ -119,9 +119,9 @@ func (w *Writer) Adjustments(rows []report.AdjustmentRow) error {
 
 // agencyFiles writes, for each run of rows [lo, hi) of one agency (rows
 // are sorted by agency), that agency's base.csv and base.parquet files in
-// the Formats asked. The files are encoded by goroutines of their own,
-// up to encoders ahead of the one handed out next, and handed out in
-// that order.
+// the Formats asked. The files are encoded concurrently (warm.Go), up to
+// encoders ahead of the one handed out next, and handed out in that
+// order.
 func (w *Writer) agencyFiles(n int, agency func(i int) string, base string, csv, parq func(x io.Writer, lo, hi int) error) error {
 	type result struct {
 		f   File

@@ -12,11 +12,11 @@ import (
 // available memory, about 2 GB on a 24 GB machine) or until Sync's syncfs
 // writes them. A period of 100,000 agencies ended with 2 GB dirty: its
 // Sync waited 2 to 4 s for the disk with the CPUs mostly idle, and the
-// month's Sync after its statements 2 to 2.5 s. So once flushEvery bytes of deferred
-// files were written since the last one, a Put starts a syncfs(2) of
-// DIR's file system on a goroutine of its own (one at a time): the disk
-// writes while the job encodes the next files, and Sync finds little
-// left to wait for.
+// month's Sync after its statements 2 to 2.5 s. So once flushEvery bytes
+// of deferred files were written since the last one, a Put starts a
+// syncfs(2) of DIR's file system on a goroutine of its own (one at a
+// time): the disk writes while the job encodes the next files, and Sync
+// finds little left to wait for.
 //
 // It is a hint. It makes nothing durable that Sync would not, and it
 // takes none of Sync's errors: syncfs reports a write-back error once to

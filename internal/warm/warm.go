@@ -27,10 +27,18 @@ var idle = make(chan func())
 // Go runs f on a goroutine of its own, as `go f()` does: on one that is
 // waiting for work if there is one, else on a new one.
 func Go(f func()) {
+	if !handOff(f) {
+		go run(f)
+	}
+}
+
+// handOff gives f to a goroutine waiting for work, if one is.
+func handOff(f func()) bool {
 	select {
 	case idle <- f:
+		return true
 	default:
-		go run(f)
+		return false
 	}
 }
 

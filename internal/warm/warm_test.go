@@ -53,8 +53,15 @@ func TestGoReusesGoroutines(t *testing.T) {
 	Go(task)
 	first := <-ids
 	for i := range 20 {
-		time.Sleep(5 * time.Millisecond) // the goroutine is back waiting
-		Go(task)
+		// Once the goroutine is back waiting (however busy the machine),
+		// the task goes to it: as Go does, without starting a new one.
+		deadline := time.Now().Add(IdleFor / 2)
+		for !handOff(task) {
+			if time.Now().After(deadline) {
+				t.Fatalf("task %d: no goroutine waiting for work", i+2)
+			}
+			time.Sleep(time.Millisecond)
+		}
 		if id := <-ids; id != first {
 			t.Fatalf("task %d ran on goroutine %s, want %s (the one waiting)", i+2, id, first)
 		}
