@@ -24,10 +24,11 @@ import (
 //     open (the folder was opened through the root; the name is one plain
 //     segment, O_EXCL or O_NOFOLLOW);
 //   - sets its time and reads it through the file's own descriptor;
-//   - opens the key's folder with one openat2(2), RESOLVE_BENEATH and
-//     RESOLVE_NO_SYMLINKS from the descriptor of DIR: the kernel keeps the
-//     whole resolution below DIR, even against concurrent renames, and
-//     refuses any symbolic link on the way (os.Root follows those that stay
+//   - opens the key's folder with one openat2(2), RESOLVE_BENEATH,
+//     RESOLVE_NO_SYMLINKS and RESOLVE_NO_XDEV from the descriptor of DIR:
+//     the kernel keeps the whole resolution below DIR and on its file
+//     system, even against concurrent renames, and refuses any symbolic
+//     link on the way (os.Root follows those that stay
 //     inside DIR: such a key takes the os.Root path, as does every key with
 //     an empty, "." or ".." segment);
 //   - renames the temporary file into that descriptor, renameat(2) with a
@@ -35,6 +36,9 @@ import (
 //   - when the folder is missing, creates it (and its missing parents) with
 //     mkdirat(2) in its parent's descriptor, opened the same way, and opens
 //     it with openat(2), O_NOFOLLOW|O_DIRECTORY, in that descriptor.
+//
+// A deferred Put makes no temporary file: it writes an unnamed one in the
+// key's folder and links it there (unnamed.go).
 //
 // The durability steps are the same fsyncs of the same files and folders,
 // at the same points. Any refusal on the way (a symbolic link, a file

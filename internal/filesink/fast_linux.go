@@ -3,6 +3,8 @@ package filesink
 import (
 	"errors"
 	"os"
+	"strconv"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -25,7 +27,7 @@ func openBeneath(dirfd int, rel string) (int, error) {
 	for {
 		fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{
 			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
 		})
 		switch {
 		case err == nil:
@@ -85,6 +87,56 @@ func openFileChild(dirfd int, name, path string, flags int) (*os.File, error) {
 		}
 		return os.NewFile(uintptr(fd), path), nil
 	}
+}
+
+// createUnnamed makes an unnamed file in the folder dirfd, read-write
+// (open(2) O_TMPFILE), and returns it as an *os.File called path (its
+// future name); errSlow where the file system or kernel has none.
+func createUnnamed(dirfd int, path string) (*os.File, error) {
+	for {
+		fd, err := unix.Openat(dirfd, ".", unix.O_RDWR|unix.O_TMPFILE|unix.O_CLOEXEC, fileMode)
+		switch {
+		case err == nil:
+			return os.NewFile(uintptr(fd), path), nil
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EISDIR), errors.Is(err, unix.EINVAL):
+			// EISDIR: a kernel before 3.11 reads O_TMPFILE as O_DIRECTORY.
+			return nil, errSlow
+		}
+		return nil, &os.PathError{Op: "openat O_TMPFILE", Path: path, Err: err}
+	}
+}
+
+// linkViaProc is set once linkat(2) AT_EMPTY_PATH was refused and
+// /proc/self/fd worked: the process lacks CAP_DAC_READ_SEARCH.
+var linkViaProc atomic.Bool
+
+// linkUnnamed names the unnamed file f name in the folder dirfd (a plain
+// name): linkat(2) of its descriptor with AT_EMPTY_PATH, which needs
+// CAP_DAC_READ_SEARCH and is otherwise refused with ENOENT, or through
+// /proc/self/fd/N. errSlow when neither links (no capability and no
+// /proc, or dirfd removed: the caller tells which); EEXIST when name is
+// taken.
+func linkUnnamed(f *os.File, dirfd int, name string) error {
+	fd := int(f.Fd())
+	if !linkViaProc.Load() {
+		err := unix.Linkat(fd, "", dirfd, name, unix.AT_EMPTY_PATH)
+		if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EPERM) {
+			return err
+		}
+	}
+	err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), dirfd, name, unix.AT_SYMLINK_FOLLOW)
+	switch {
+	case err == nil:
+		// The same folder took it: AT_EMPTY_PATH's refusal was the
+		// capability, not a removed folder.
+		linkViaProc.Store(true)
+		return nil
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EPERM):
+		return errSlow
+	}
+	return err
 }
 
 // renameChild renames the file oldname in the folder olddirfd to newname

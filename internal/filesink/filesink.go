@@ -11,7 +11,9 @@
 // A Put is atomic: the body goes to a temporary file outside the visible
 // tree (in DIR/.reportjob-tmp/, see temp.go), which is fsynced and renamed
 // over the target, and the target's folder is fsynced. A Put with
-// PutOptions.Defer leaves out those fsyncs and records the key: Sync
+// PutOptions.Defer leaves out those fsyncs (and on Linux writes an
+// unnamed file in the target's folder, which it links at the key once
+// complete: unnamed.go) and records the key: Sync
 // (sync.go) makes the deferred files and their folders durable in one
 // round (one syncfs where it is trusted, else one fsync each). The temporary files
 // of a process that died are removed by the next New. A conditional Put compares the target's ETag and
@@ -100,6 +102,9 @@ type Sink struct {
 	deferred atomic.Bool
 	// flush writes deferred Puts' files out in the background (flush.go).
 	flush flusher
+	// noUnnamed sends every Put to the temporary folder once an unnamed
+	// file could not be made or linked here (unnamed.go).
+	noUnnamed atomic.Bool
 }
 
 var (

@@ -50,16 +50,22 @@ func hidden(t testing.TB, dir string) []string {
 }
 
 // TestConformance runs the drivers' suite on the sink, with its fast path
-// (fast.go) and with os.Root's alone (no openat2).
+// (fast.go), with deferred Puts through the temporary folder instead of
+// unnamed files (unnamed.go), and with os.Root's path alone (no openat2).
 func TestConformance(t *testing.T) {
-	for _, root := range []bool{false, true} {
-		t.Run(map[bool]string{false: "fast", true: "root"}[root], func(t *testing.T) {
-			if root {
+	for _, path := range []string{"fast", "temporary", "root"} {
+		t.Run(path, func(t *testing.T) {
+			if path == "root" {
 				was := noOpenat2.Load()
 				noOpenat2.Store(true)
 				t.Cleanup(func() { noOpenat2.Store(was) })
 			}
-			drivertest.RunHooks(t, func(t *testing.T) driver.Bucket { return newSink(t) }, drivertest.Hooks{
+			open := func(t *testing.T) driver.Bucket {
+				s := newSink(t)
+				s.noUnnamed.Store(path == "temporary")
+				return s
+			}
+			drivertest.RunHooks(t, open, drivertest.Hooks{
 				NoLeftovers: func(t *testing.T, d driver.Bucket) {
 					if tmp := hidden(t, d.(*Sink).Dir()); len(tmp) != 0 {
 						t.Fatalf("temporary files left: %q", tmp)

@@ -16,7 +16,8 @@ import (
 
 // Put writes body to a temporary file beside the target, fsyncs it and
 // renames it over the target (under the lock for a conditional Put), then
-// fsyncs the folder (with opts.Defer, Sync does the fsyncs: sync.go).
+// fsyncs the folder (with opts.Defer, Sync does the fsyncs: sync.go; and
+// on Linux the file is an unnamed one in the key's folder: unnamed.go).
 // Every Put gives the file a modification time later
 // than the one it replaces, so its ETag is new even for the same bytes.
 func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int64, opts driver.PutOptions) (driver.Attrs, error) {
@@ -24,6 +25,12 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 		return driver.Attrs{}, errReserved
 	}
 	durable := s.durable(opts)
+	if !durable {
+		a, err := s.putUnnamed(ctx, key, body, size)
+		if !errors.Is(err, errSlow) {
+			return a, err
+		}
+	}
 	tmp, t, err := s.createTemp()
 	if err != nil {
 		return driver.Attrs{}, err
@@ -35,20 +42,8 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 			s.abandon(key, tmp, f)
 		}
 	}()
-	if _, err := body.Seek(0, io.SeekStart); err != nil {
-		return driver.Attrs{}, fmt.Errorf("body: %w", err)
-	}
-	buf := copyBufs.Get().(*[]byte)
-	// Through a plain io.Writer: (*os.File).ReadFrom would copy a reader
-	// that is not a file with a 32 KiB buffer of its own, allocated for
-	// each Put (13 GB for the 400,000 objects of a big period), not buf.
-	n, err := io.CopyBuffer(struct{ io.Writer }{f}, ctxReader{ctx, io.LimitReader(body, size)}, *buf)
-	copyBufs.Put(buf)
-	if err != nil {
-		return driver.Attrs{}, fmt.Errorf("write temporary file: %w", err)
-	}
-	if n != size {
-		return driver.Attrs{}, fmt.Errorf("body: %w after %d of %d bytes", io.ErrUnexpectedEOF, n, size)
+	if err := writeBody(ctx, f, body, size); err != nil {
+		return driver.Attrs{}, err
 	}
 	var fi fs.FileInfo
 	if opts.IfNoneMatch || opts.IfMatch != "" {
@@ -84,6 +79,26 @@ func (s *Sink) Put(ctx context.Context, key string, body io.ReadSeeker, size int
 	}
 	done = true
 	return s.finish(key, f, fi, durable)
+}
+
+// writeBody writes the size bytes of body, from its start, to f.
+func writeBody(ctx context.Context, f *os.File, body io.ReadSeeker, size int64) error {
+	if _, err := body.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("body: %w", err)
+	}
+	buf := copyBufs.Get().(*[]byte)
+	// Through a plain io.Writer: (*os.File).ReadFrom would copy a reader
+	// that is not a file with a 32 KiB buffer of its own, allocated for
+	// each Put (13 GB for the 400,000 objects of a big period), not buf.
+	n, err := io.CopyBuffer(struct{ io.Writer }{f}, ctxReader{ctx, io.LimitReader(body, size)}, *buf)
+	copyBufs.Put(buf)
+	if err != nil {
+		return fmt.Errorf("write temporary file: %w", err)
+	}
+	if n != size {
+		return fmt.Errorf("body: %w after %d of %d bytes", io.ErrUnexpectedEOF, n, size)
+	}
+	return nil
 }
 
 // abandon removes the temporary file tmp of a failed Put of key, and the

@@ -31,7 +31,8 @@ import (
 //     a write-back error since then is reported (a failed write of a
 //     deferred file cannot go unseen). Every deferred file and folder is
 //     on that file system: a Put renames its file from DIR/.reportjob-tmp,
-//     and a rename cannot cross file systems. syncfs also writes whatever
+//     and a rename cannot cross file systems, or makes it unnamed in a
+//     folder that openat2 resolved with RESOLVE_NO_XDEV (unnamed.go). syncfs also writes whatever
 //     else is dirty on that file system (other programs' files): on a busy
 //     shared disk it may take longer than the fsyncs would;
 //   - anywhere else (older kernels, FUSE, SMB, NFS, ZFS, overlayfs, other
