@@ -28,9 +28,10 @@ import (
 //     RESOLVE_NO_SYMLINKS and RESOLVE_NO_XDEV from the descriptor of DIR:
 //     the kernel keeps the whole resolution below DIR and on its file
 //     system, even against concurrent renames, and refuses any symbolic
-//     link on the way (os.Root follows those that stay
-//     inside DIR: such a key takes the os.Root path, as does every key with
-//     an empty, "." or ".." segment);
+//     link on the way (os.Root follows those that stay inside DIR: such a
+//     key takes the os.Root path, as does every key with an empty, "." or
+//     ".." segment; a mount point on the way is refused, and the os.Root
+//     path then fails at its rename, as it always did);
 //   - renames the temporary file into that descriptor, renameat(2) with a
 //     plain name, which neither follows nor leaves the folder;
 //   - when the folder is missing, creates it (and its missing parents) with

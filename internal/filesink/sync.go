@@ -32,9 +32,10 @@ import (
 //     deferred file cannot go unseen). Every deferred file and folder is
 //     on that file system: a Put renames its file from DIR/.reportjob-tmp,
 //     and a rename cannot cross file systems, or makes it unnamed in a
-//     folder that openat2 resolved with RESOLVE_NO_XDEV (unnamed.go). syncfs also writes whatever
-//     else is dirty on that file system (other programs' files): on a busy
-//     shared disk it may take longer than the fsyncs would;
+//     folder that openat2 resolved with RESOLVE_NO_XDEV (unnamed.go).
+//     syncfs also writes whatever else is dirty on that file system
+//     (other programs' files): on a busy shared disk it may take longer
+//     than the fsyncs would;
 //   - anywhere else (older kernels, FUSE, SMB, NFS, ZFS, overlayfs, other
 //     systems) by fsyncing every recorded file and every folder on the way
 //     to it (each once), syncWorkers at a time.
