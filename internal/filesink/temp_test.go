@@ -34,10 +34,12 @@ func (b *blockingBody) Read(p []byte) (int, error) {
 
 func (b *blockingBody) Seek(int64, int) (int64, error) { return 0, nil }
 
-// TestDeadPutLeavesNoTemp: a process killed in the middle of a Put into an
-// agency folder leaves a temporary file; the next process that opens the
-// sink removes it, so no temporary file is left anywhere under the sink.
-func TestDeadPutLeavesNoTemp(t *testing.T) {
+// killedPut runs the test named test again in a child process, where
+// (FILESINK_DIE_DIR set) killedPut opens a Sink on a new folder and the
+// process is killed in the middle of a Put of key with opts; it returns
+// that folder.
+func killedPut(t *testing.T, test, key string, opts driver.PutOptions) string {
+	t.Helper()
 	if dir := os.Getenv("FILESINK_DIE_DIR"); dir != "" {
 		s, err := New(dir)
 		if err != nil {
@@ -48,7 +50,7 @@ func TestDeadPutLeavesNoTemp(t *testing.T) {
 			<-body.started
 			syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}()
-		s.Put(context.Background(), "agencies/agency=a/period=p/summary-1.csv", body, 1<<20, driver.PutOptions{})
+		s.Put(context.Background(), key, body, 1<<20, opts)
 		select {}
 	}
 	exe, err := os.Executable()
@@ -56,11 +58,19 @@ func TestDeadPutLeavesNoTemp(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(exe, "-test.run=^TestDeadPutLeavesNoTemp$")
+	cmd := exec.Command(exe, "-test.run=^"+test+"$")
 	cmd.Env = append(os.Environ(), "FILESINK_DIE_DIR="+dir)
 	if err := cmd.Run(); err == nil || !strings.Contains(err.Error(), "killed") {
 		t.Fatalf("child: %v", err)
 	}
+	return dir
+}
+
+// TestDeadPutLeavesNoTemp: a process killed in the middle of a Put into an
+// agency folder leaves a temporary file; the next process that opens the
+// sink removes it, so no temporary file is left anywhere under the sink.
+func TestDeadPutLeavesNoTemp(t *testing.T) {
+	dir := killedPut(t, "TestDeadPutLeavesNoTemp", "agencies/agency=a/period=p/summary-1.csv", driver.PutOptions{})
 	if tmp := hidden(t, dir); len(tmp) != 1 {
 		t.Fatalf("the killed Put left %q, want one temporary file", tmp)
 	}

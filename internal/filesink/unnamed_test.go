@@ -8,11 +8,8 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/reportjob/reportjob/internal/sink"
@@ -173,29 +170,7 @@ func TestPutUnnamedOff(t *testing.T) {
 // file dies with it.
 func TestDeadDeferredPutLeavesNothing(t *testing.T) {
 	const key = "agencies/agency=a/period=p/summary-1.csv"
-	if dir := os.Getenv("FILESINK_DIE_DEFERRED_DIR"); dir != "" {
-		s, err := New(dir)
-		if err != nil {
-			panic(err)
-		}
-		body := &blockingBody{started: make(chan struct{}), release: make(chan struct{})}
-		go func() {
-			<-body.started
-			syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		}()
-		s.Put(context.Background(), key, body, 1<<20, driver.PutOptions{Defer: true})
-		select {}
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	cmd := exec.Command(exe, "-test.run=^TestDeadDeferredPutLeavesNothing$")
-	cmd.Env = append(os.Environ(), "FILESINK_DIE_DEFERRED_DIR="+dir)
-	if err := cmd.Run(); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("child: %v", err)
-	}
+	dir := killedPut(t, "TestDeadDeferredPutLeavesNothing", key, driver.PutOptions{Defer: true})
 	if tmp := hidden(t, dir); len(tmp) != 0 {
 		t.Fatalf("the killed deferred Put left %q, want nothing", tmp)
 	}
