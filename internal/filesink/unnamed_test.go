@@ -29,8 +29,12 @@ func putDeferred(t *testing.T, s *Sink, key, body string) sink.Attrs {
 	if err != nil || string(got) != body {
 		t.Fatalf("%s holds %q (%v), want %q", key, got, err, body)
 	}
-	if fi, err := os.Stat(p); err != nil || fi.Mode() != fileMode {
-		t.Fatalf("%s: mode %v (%v), want %v", key, fi.Mode(), err, os.FileMode(fileMode))
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode() != fileMode {
+		t.Fatalf("%s: mode %v, want %v", key, fi.Mode(), os.FileMode(fileMode))
 	}
 	return a
 }
