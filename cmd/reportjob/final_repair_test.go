@@ -13,6 +13,7 @@ import (
 
 	"github.com/reportjob/reportjob/internal/encode"
 	"github.com/reportjob/reportjob/internal/report"
+	"github.com/reportjob/reportjob/internal/testenv"
 )
 
 // Issue 31, point 2 and the adjustment-only agency, through the built
@@ -208,7 +209,7 @@ func frCheckAdjustmentOnly(r *stRunner, agency string) {
 	if err := os.WriteFile(name, pdfB, 0o644); err != nil {
 		r.t.Fatal(err)
 	}
-	out, err := exec.Command("pdftotext", "-layout", name, "-").Output()
+	out, err := exec.Command(testenv.RequireTool(r.t, "pdftotext", "the restored PDF's text"), "-layout", name, "-").Output()
 	if err != nil {
 		r.t.Fatalf("pdftotext: %v", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reportjob/reportjob/internal/testenv"
 )
 
 // Regression tests from the adversarial review of issue 32 (helper h9),
@@ -20,9 +22,7 @@ import (
 // instructions (1,100 characters, under the 2,000 allowed), every sentence
 // and the number to quote must be on a page, not drawn past its bottom.
 func TestH9PageOneKeepsEveryAmountDue(t *testing.T) {
-	if _, err := exec.LookPath("pdftotext"); err != nil {
-		t.Skip("pdftotext (poppler-utils) not installed")
-	}
+	pdftotext := testenv.RequireTool(t, "pdftotext", "page 1's text read back")
 	var instr strings.Builder
 	for i := range 45 {
 		fmt.Fprintf(&instr, "      Line %d: bank transfer.\n", i+1)
@@ -48,7 +48,7 @@ func TestH9PageOneKeepsEveryAmountDue(t *testing.T) {
 	if pdf == "" {
 		t.Fatal("no PDF for acme")
 	}
-	text, err := exec.Command("pdftotext", pdf, "-").Output()
+	text, err := exec.Command(pdftotext, pdf, "-").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
