@@ -105,6 +105,9 @@ type Sink struct {
 	// noUnnamed sends every Put to the temporary folder once an unnamed
 	// file could not be made or linked here (unnamed.go).
 	noUnnamed atomic.Bool
+	// folders keeps the descriptors of the folders unnamed-file Puts
+	// wrote to last (folders.go).
+	folders folderCache
 }
 
 var (
@@ -148,6 +151,7 @@ func New(dir string) (*Sink, error) {
 // Sink must not be used afterwards.
 func (s *Sink) Close() error {
 	s.flush.wg.Wait()
+	s.folders.close()
 	s.closeTemp()
 	s.dirFile.Close()
 	return s.root.Close()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strconv"
@@ -22,6 +24,7 @@ import (
 // two minutes after a large delete, had 4 % of its CPU spinning on that
 // lock while the inode allocator held it). A process killed before the
 // link leaves nothing behind, not even a temporary file for New to sweep.
+// The folder's descriptor is kept for the Puts after it (folders.go).
 //
 // It is taken only by a deferred Put (its file and name are made durable
 // by Sync, as any deferred Put's: the folder is resolved with
@@ -43,28 +46,51 @@ func (s *Sink) putUnnamed(ctx context.Context, key string, body io.ReadSeeker, s
 		return driver.Attrs{}, errSlow
 	}
 	rel, name := path.Dir(key), path.Base(key)
-	dirfd := s.dirFD
-	if rel != "." {
-		fd, err := s.openFolder(rel, true, false)
-		if err != nil {
-			// The other path fails or succeeds as it always did.
-			return driver.Attrs{}, errSlow
+	// The folder's descriptor is kept for the next Puts (folders.go);
+	// stale drops it when it is handed back.
+	var held *heldFolder
+	stale := false
+	defer func() {
+		if held != nil {
+			s.folders.release(held, stale)
 		}
-		defer closeFD(fd)
-		dirfd = fd
-	}
-	f, err := createUnnamed(dirfd, filepath.Join(s.dir, filepath.FromSlash(key)))
-	if err != nil {
+	}()
+	var f *os.File
+	for attempt := 0; ; attempt++ {
+		dirfd := s.dirFD
+		if rel != "." {
+			h, err := s.folders.acquire(rel, func() (int, error) { return s.openFolder(rel, true, false) })
+			if err != nil {
+				// The other path fails or succeeds as it always did.
+				return driver.Attrs{}, errSlow
+			}
+			held, dirfd = h, h.fd
+		}
+		var err error
+		f, err = createUnnamed(dirfd, filepath.Join(s.dir, filepath.FromSlash(key)))
+		if err == nil {
+			break
+		}
 		if errors.Is(err, errSlow) {
 			s.noUnnamed.Store(true)
+			return driver.Attrs{}, errSlow
 		}
-		return driver.Attrs{}, errSlow
+		// A kept folder a Delete removed refuses new files (EPERM,
+		// ENOENT): it is resolved again, once.
+		if held != nil {
+			s.folders.release(held, true)
+			held = nil
+		}
+		if attempt > 0 {
+			return driver.Attrs{}, errSlow
+		}
 	}
 	done := false
 	defer func() {
 		if !done {
 			f.Close()
 			s.prune(rel)
+			stale = true
 		}
 	}()
 	if err := writeBody(ctx, f, body, size); err != nil {
@@ -80,8 +106,13 @@ func (s *Sink) putUnnamed(ctx context.Context, key string, body io.ReadSeeker, s
 	if beforeLink != nil {
 		beforeLink(key)
 	}
+	dirfd := s.dirFD
+	if held != nil {
+		dirfd = held.fd
+	}
 	if err := linkUnnamed(f, dirfd, name); err != nil {
 		// key exists, its folder is gone, or the link was refused.
+		stale = !errors.Is(err, fs.ErrExist)
 		if err := s.placeUnnamed(tempFile{f: f, dirfd: -1}, key); err != nil {
 			return driver.Attrs{}, err
 		}
