@@ -305,7 +305,8 @@ func WriteStatementCSV(w io.Writer, s *statement.Agency) error {
 		last = colManifestSHA256
 		header[len(header)-1] = last
 	}
-	cw, err := newCSV(w, header)
+	cw, release, err := newCSV(w, header)
+	defer release()
 	if err != nil {
 		return fmt.Errorf("write statement csv: header: %w", err)
 	}
