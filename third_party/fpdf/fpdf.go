@@ -2012,10 +2012,10 @@ func (f *Fpdf) addFont(familyStr, styleStr, fileStr string, isUTF8 bool) {
 }
 
 func makeSubsetRange(end int) map[int]int {
-	// [reportjob patch] sized for these and the runes a document adds
-	// (a statement: up to about 100 per font): was make(map[int]int),
-	// grown five times
-	answer := make(map[int]int, end+100)
+	// [reportjob patch] an empty map from runeMaps (reportjob_subset.go),
+	// sized for these and the runes a document adds (a statement: up to
+	// about 100 per font): was make(map[int]int), grown five times
+	answer := runeMaps.Get().(map[int]int)
 	for i := 0; i < end; i++ {
 		answer[i] = 0
 	}
@@ -5079,6 +5079,7 @@ func (f *Fpdf) enddoc() {
 	f.putAnnotationsAttachments()
 	f.putpages()
 	f.putresources()
+	f.releaseRuneMaps() // [reportjob patch] (reportjob_subset.go)
 	if f.err != nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/image/font/gofont/gobold"
 	"golang.org/x/image/font/gofont/goregular"
 )
 
@@ -218,4 +219,56 @@ func TestSubsetKey(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRuneMapsReused: a document's used-rune maps go back to runeMaps
+// once it is written, and documents that use other runes, made after it
+// or beside it, have the bytes they have when made first.
+func TestRuneMapsReused(t *testing.T) {
+	texts := []string{"Statement 2026-01", "Größe · ½ · Ωmega", "12345", "日本語 (not in the font)", "zzz qqq", ""}
+	doc := func(text string) ([]byte, *Fpdf) {
+		f := New("P", "mm", "A4", "")
+		f.AddUTF8FontFromBytes("go", "", goregular.TTF)
+		f.AddUTF8FontFromBytes("go", "B", gobold.TTF)
+		f.SetCatalogSort(true)
+		f.SetCreationDate(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		f.SetModificationDate(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		f.AddPage()
+		f.SetFont("go", "", 9)
+		f.Text(10, 10, text)
+		f.SetFont("go", "B", 9)
+		f.Text(10, 20, strings.ToUpper(text)+"!")
+		var buf bytes.Buffer
+		if err := f.Output(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes(), f
+	}
+	want := make([][]byte, len(texts))
+	for i, text := range texts {
+		var f *Fpdf
+		want[i], f = doc(text)
+		for key, def := range f.fonts {
+			if def.usedRunes != nil {
+				t.Fatalf("font %s keeps its used runes after Output", key)
+			}
+		}
+	}
+	if m := makeSubsetRange(57); len(m) != 57 {
+		t.Fatalf("a map from runeMaps holds %d runes, want the 57 put", len(m))
+	}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for k := range texts {
+				i := (k + g) % len(texts)
+				if got, _ := doc(texts[i]); !bytes.Equal(got, want[i]) {
+					t.Errorf("document %q: other bytes when made again", texts[i])
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
 }
