@@ -17,9 +17,10 @@ import (
 // and neither can make an object land anywhere but at its key:
 //
 //   - A Delete (or a failed Put's prune) removes the folder. The kernel
-//     then refuses to create or link a file in it, the Put drops the
-//     descriptor (fail) and resolves the path again, or takes the path
-//     through the temporary folder, which makes the folder again (place).
+//     then refuses to create or link a file in it: the Put hands the
+//     descriptor back as stale (release) and resolves the path again, or
+//     takes the path through the temporary folder, which makes the folder
+//     again (place).
 //   - Another process renames a folder below DIR while a run writes into
 //     it. A descriptor resolved for each Put had the same window between
 //     its look-up and its link; a kept one has it for as long as it is
