@@ -46,44 +46,15 @@ func (s *Sink) putUnnamed(ctx context.Context, key string, body io.ReadSeeker, s
 		return driver.Attrs{}, errSlow
 	}
 	rel, name := path.Dir(key), path.Base(key)
-	// The folder's descriptor is kept for the next Puts (folders.go);
-	// stale drops it when it is handed back.
-	var held *heldFolder
-	stale := false
-	defer func() {
-		if held != nil {
-			s.folders.release(held, stale)
-		}
-	}()
-	var f *os.File
-	for attempt := 0; ; attempt++ {
-		dirfd := s.dirFD
-		if rel != "." {
-			h, err := s.folders.acquire(rel, func() (int, error) { return s.openFolder(rel, true, false) })
-			if err != nil {
-				// The other path fails or succeeds as it always did.
-				return driver.Attrs{}, errSlow
-			}
-			held, dirfd = h, h.fd
-		}
-		var err error
-		f, err = createUnnamed(dirfd, filepath.Join(s.dir, filepath.FromSlash(key)))
-		if err == nil {
-			break
-		}
-		if errors.Is(err, errSlow) {
-			s.noUnnamed.Store(true)
-			return driver.Attrs{}, errSlow
-		}
-		// A kept folder a Delete removed refuses new files (EPERM,
-		// ENOENT): it is resolved again, once.
-		if held != nil {
-			s.folders.release(held, true)
-			held = nil
-		}
-		if attempt > 0 {
-			return driver.Attrs{}, errSlow
-		}
+	f, held, err := s.createIn(rel, key)
+	if err != nil {
+		return driver.Attrs{}, err
+	}
+	// The folder's descriptor goes back to s.folders; stale drops it.
+	dirfd, stale := s.dirFD, false
+	if held != nil {
+		dirfd = held.fd
+		defer func() { s.folders.release(held, stale) }()
 	}
 	done := false
 	defer func() {
@@ -106,10 +77,6 @@ func (s *Sink) putUnnamed(ctx context.Context, key string, body io.ReadSeeker, s
 	if beforeLink != nil {
 		beforeLink(key)
 	}
-	dirfd := s.dirFD
-	if held != nil {
-		dirfd = held.fd
-	}
 	if err := linkUnnamed(f, dirfd, name); err != nil {
 		// key exists, its folder is gone, or the link was refused.
 		stale = !errors.Is(err, fs.ErrExist)
@@ -119,6 +86,41 @@ func (s *Sink) putUnnamed(ctx context.Context, key string, body io.ReadSeeker, s
 	}
 	done = true
 	return s.finish(key, f, fi, false)
+}
+
+// createIn makes the unnamed file for key in its folder rel, whose
+// descriptor comes from s.folders (held; nil for DIR itself, rel "."):
+// the caller hands it back. A kept folder that a Delete removed refuses
+// new files (EPERM, ENOENT): it is dropped and resolved again, once.
+// errSlow when this path cannot be used here.
+func (s *Sink) createIn(rel, key string) (f *os.File, held *heldFolder, err error) {
+	for attempt := 0; ; attempt++ {
+		dirfd := s.dirFD
+		if rel != "." {
+			if held, err = s.folders.acquire(rel, func() (int, error) { return s.openFolder(rel, true, false) }); err != nil {
+				// The other path fails or succeeds as it always did.
+				return nil, nil, errSlow
+			}
+			dirfd = held.fd
+		}
+		f, err = createUnnamed(dirfd, filepath.Join(s.dir, filepath.FromSlash(key)))
+		switch {
+		case err == nil:
+			return f, held, nil
+		case errors.Is(err, errSlow):
+			s.noUnnamed.Store(true)
+			if held != nil {
+				s.folders.release(held, false)
+			}
+			return nil, nil, errSlow
+		case held == nil:
+			return nil, nil, errSlow
+		}
+		s.folders.release(held, true)
+		if attempt > 0 {
+			return nil, nil, errSlow
+		}
+	}
 }
 
 // beforeLink, when set (a test), is called by putUnnamed just before it
